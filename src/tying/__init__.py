@@ -1,0 +1,1 @@
+"""Reproduce 'Weight Tying Biases Token Embeddings Towards the Output Space'."""

@@ -1,0 +1,36 @@
+"""Atomic writes: an output appears whole or not at all."""
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(path):
+    """Yield a temporary sibling of `path`; move it into place only if the block succeeds.
+
+    Works for files and directories alike.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    _remove(tmp)
+    try:
+        yield tmp
+        _remove(path)
+        os.replace(tmp, path)
+    finally:
+        _remove(tmp)
+
+
+def _remove(path):
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def write_parquet(df, path):
+    """Write a DataFrame to Parquet atomically."""
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
