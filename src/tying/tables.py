@@ -1,0 +1,230 @@
+"""Paper tables from tidy metric frames: mean ± CI over seeds beside the paper's numbers.
+
+Every builder returns one DataFrame whose display columns (labels, "mean ± half-CI"
+cells, the paper's numbers as text, n_seeds) come first and whose numeric columns,
+named `<key>_mean`, `<key>_ci_low`, `<key>_ci_high`, follow; the CSV keeps them all,
+the Markdown shows the display columns. Pairs named "main", "family" and "scale" are
+matched to the paper's OLMo, GPT-Neo/Pythia and Qwen3 pairs.
+"""
+import math
+
+import pandas as pd
+
+from tying.errors import PipelineError
+from tying.io import atomic_path
+from tying.stats import format_cell, summarise
+
+NUMERIC_SUFFIXES = ("mean", "ci_low", "ci_high")
+
+ALIGNMENT_COMPARISONS = {
+    "input_u->output_u": "Input(U) -> Output(U)",
+    "output_u->tied": "Output(U) -> Tied",
+    "input_u->tied": "Input(U) -> Tied",
+}
+MAPS = {"identity": "identity", "orthogonal": "orthogonal", "linear": "linear"}
+KNN_COMPARISONS = {
+    "tied_vs_input_u": "Tied vs Input(U)",
+    "tied_vs_output_u": "Tied vs Output(U)",
+    "input_u_vs_output_u": "Input(U) vs Output(U)",
+}
+REFERENCES = {"input_u": "vs Input(U)", "output_u": "vs Output(U)"}
+LOSS_METRICS = {"val_loss": "val loss", "perplexity": "perplexity"}
+
+# (pair, comparison, map) -> paper value; METHODS.md Table 1.
+PAPER_TABLE1 = {
+    (pair, comparison, m): value
+    for pair, block in {
+        "main": {
+            "input_u->output_u": (0.012, 0.440, 0.574),
+            "output_u->tied": (0.014, 0.669, 0.719),
+            "input_u->tied": (0.001, 0.420, 0.525),
+        },
+        "family": {
+            "input_u->output_u": (-0.001, 0.456, 0.518),
+            "output_u->tied": (0.001, 0.507, 0.637),
+            "input_u->tied": (0.000, 0.376, 0.507),
+        },
+    }.items()
+    for comparison, values in block.items()
+    for m, value in zip(MAPS, values)
+}
+# (pair, comparison) -> paper value at k = 10; METHODS.md Table 5.
+PAPER_TABLE5 = {
+    (pair, comparison): value
+    for pair, values in {
+        "main": (0.496, 0.733, 0.455),
+        "scale": (0.366, 0.712, 0.366),
+        "family": (0.372, 0.408, 0.611),
+    }.items()
+    for comparison, value in zip(KNN_COMPARISONS, values)
+}
+# (variant, reference) -> paper value; METHODS.md Table 2 (10k steps) and Table 6 (1k steps).
+PAPER_TABLE2 = {
+    ("tied", "input_u"): "0.216", ("tied", "output_u"): "0.384",
+    ("tied_x5", "input_u"): "0.222", ("tied_x5", "output_u"): "0.369",
+}
+PAPER_TABLE6 = {
+    ("tied", "input_u"): "0.172", ("tied", "output_u"): "0.197",
+    ("tied_x2", "input_u"): "0.172-0.173", ("tied_x2", "output_u"): "0.197",
+    ("tied_x10", "input_u"): "0.173", ("tied_x10", "output_u"): "0.190",
+}
+# (arch, variant, metric) -> paper value; METHODS.md Table 7 (WikiText-2 perplexity, OLMo-1B at 10k).
+PAPER_TABLE7 = {
+    ("olmo", "tied", "perplexity"): "35.71 (WikiText-2)",
+    ("olmo", "tied_x5", "perplexity"): "36.64 (WikiText-2)",
+}
+
+
+def at_step(frame, step=None, by=("pair",)):
+    """Rows of `frame` at `step`; None = the last step of each `by` group."""
+    if step is None:
+        return frame[frame["step"] == frame.groupby(list(by))["step"].transform("max")]
+    rows = frame[frame["step"] == step]
+    if rows.empty:
+        raise PipelineError(f"no rows at step {step}; steps present: {sorted(frame['step'].unique())}")
+    return rows
+
+
+def alignment_means(alignment, step=None):
+    """Mean per-token cosine per (pair, comparison, map): per seed, then mean ± CI over seeds.
+
+    alignment: tidy frame (pair, seed, step, comparison, map, token_id, cosine).
+    Returns pair, comparison, map, mean, ci_low, ci_high, n_seeds.
+    """
+    keys = ["pair", "comparison", "map"]
+    per_seed = at_step(alignment, step).groupby([*keys, "seed"], as_index=False, sort=False)["cosine"].mean()
+    return summarise(per_seed, keys, "cosine")
+
+
+def table1(alignment, step=None):
+    """Table 1: rows (pair, comparison), columns map; the paper's value beside each cell."""
+    summary = alignment_means(alignment, step)
+    return _widen(summary, ["pair", "comparison"], "map", MAPS, ALIGNMENT_COMPARISONS, PAPER_TABLE1)
+
+
+def table5(knn, step=None):
+    """Table 5: KNN@k overlap, rows (pair, k), columns comparison.
+
+    knn: tidy frame (pair, seed, step, comparison, k, overlap).
+    """
+    summary = summarise(at_step(knn, step), ["pair", "k", "comparison"], "overlap")
+    paper = {(pair, 10, comparison): v for (pair, comparison), v in PAPER_TABLE5.items()}
+    return _widen(summary, ["pair", "k"], "comparison", KNN_COMPARISONS, None, paper)
+
+
+def scaling_table(scaling, steps, paper=None):
+    """Orthogonal cosine of each tied variant vs Input(U) and Output(U): rows (pair, step, variant).
+
+    scaling: tidy frame (pair, seed, step, variant, reference, cosine); steps: the steps
+    to show; paper: {(variant, reference): text} shown beside the cells.
+    """
+    rows = scaling[scaling["step"].isin(list(steps))]
+    if rows.empty:
+        raise PipelineError(f"no scaling rows at steps {list(steps)}; steps present: {sorted(scaling['step'].unique())}")
+    summary = summarise(rows, ["pair", "step", "variant", "reference"], "cosine")
+    keys = summary[["pair", "step", "variant", "reference"]].itertuples(index=False, name=None)
+    keyed = {key: paper[key[2:]] for key in keys if key[2:] in (paper or {})}
+    return _widen(summary, ["pair", "step", "variant"], "reference", REFERENCES, None, keyed)
+
+
+def table2(scaling, step=None):
+    """Table 2: scaling at the final step (or `step`), beside the paper's 10k-step numbers."""
+    return scaling_table(scaling, [scaling["step"].max() if step is None else step], PAPER_TABLE2)
+
+
+def table6(scaling, step):
+    """Table 6: scaling at an early `step`, beside the paper's 1k-step numbers."""
+    return scaling_table(scaling, [step], PAPER_TABLE6)
+
+
+def table7(loss, step=None):
+    """Table 7 (measurable part): held-out loss and perplexity, rows (arch, variant).
+
+    loss: tidy frame (arch, variant, seed, step, val_loss, perplexity); last step per run.
+    """
+    rows = at_step(loss, step, by=("arch", "variant"))
+    long = rows.melt(["arch", "variant", "seed"], list(LOSS_METRICS), var_name="metric", value_name="value")
+    summary = summarise(long, ["arch", "variant", "metric"], "value")
+    return _widen(summary, ["arch", "variant"], "metric", LOSS_METRICS, None, PAPER_TABLE7)
+
+
+def _widen(summary, index, column, labels, row_labels, paper):
+    """One row per `index` key: for each `column` value, its cell, the paper's value and numbers.
+
+    summary: output of stats.summarise over index + [column]; labels: column value ->
+    header; row_labels: display names for the last index level (None keeps values);
+    paper: {(*index key, column value): number or text}.
+    """
+    rows = []
+    for key, group in _ordered(summary, index, row_labels).groupby(index, sort=False):
+        display, numeric = dict(zip(index, key)), {}
+        if row_labels is not None:
+            display[index[-1]] = row_labels.get(key[-1], key[-1])
+        by_value = group.set_index(column)
+        for value, label in labels.items():
+            cell = by_value.loc[value] if value in by_value.index else None
+            stats = (math.nan,) * 3 if cell is None else (cell["mean"], cell["ci_low"], cell["ci_high"])
+            display[label] = format_cell(*stats)
+            if (*key, value) in paper:
+                display[f"{label} (paper)"] = _paper_text(paper[(*key, value)])
+            numeric.update({f"{value}_{suffix}": s for suffix, s in zip(NUMERIC_SUFFIXES, stats)})
+        display["n_seeds"] = int(group["n_seeds"].max())
+        rows.append({**display, **numeric})
+    return _fill_paper_columns(pd.DataFrame(rows))
+
+
+def _ordered(summary, index, row_labels):
+    """Rows sorted by each index level in order of first appearance; the last level in `row_labels` order."""
+    ranks = {level: {v: i for i, v in enumerate(pd.unique(summary[level]))} for level in index}
+    if row_labels is not None:
+        extra = [v for v in ranks[index[-1]] if v not in row_labels]
+        ranks[index[-1]] = {v: i for i, v in enumerate([*row_labels, *extra])}
+    return summary.sort_values(index, key=lambda s: s.map(ranks[s.name]), kind="stable")
+
+
+def _paper_text(value):
+    return value if isinstance(value, str) else f"{value:.3f}"
+
+
+def _fill_paper_columns(table):
+    """Rows without a paper counterpart get empty paper cells; paper columns sit next to their cell."""
+    paper_cols = [c for c in table.columns if c.endswith(" (paper)")]
+    table[paper_cols] = table[paper_cols].fillna("")
+    order = []
+    for c in table.columns:
+        if c in paper_cols:
+            continue
+        order.append(c)
+        if f"{c} (paper)" in paper_cols:
+            order.append(f"{c} (paper)")
+    return table[order]
+
+
+def display_columns(table):
+    """Columns a reader sees: all but the `<key>_mean/_ci_low/_ci_high` numbers."""
+    return [c for c in table.columns if not any(c == s or c.endswith(f"_{s}") for s in NUMERIC_SUFFIXES)]
+
+
+def markdown(table, columns=None):
+    """A GitHub Markdown table of `columns` (default: display_columns); floats to 3 decimals."""
+    columns = display_columns(table) if columns is None else list(columns)
+    lines = ["| " + " | ".join(_md(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    for row in table[columns].itertuples(index=False):
+        lines.append("| " + " | ".join(_md(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _md(value):
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.3f}"
+    if value is None or value is pd.NA:
+        return ""
+    return str(value).replace("|", "\\|")
+
+
+def write_table(table, csv_path, md_path):
+    """Write every column to CSV and the display columns to Markdown, each atomically."""
+    with atomic_path(csv_path) as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(md_path) as tmp:
+        tmp.write_text(markdown(table))
