@@ -1,0 +1,186 @@
+"""Models from the Hugging Face hub at pinned revisions: whole, or just their embedding matrices.
+
+Files are read through an fsspec file system: `HfFileSystem` (paths `{repo_id}@{commit}/...`),
+or, when HF_HUB_OFFLINE is set, the local file system over the snapshot in the hub cache
+(HF_HUB_CACHE / HF_HOME). The embedding-only fetch reads each safetensors header and then
+only the byte ranges of the embedding and output tensors.
+"""
+import fnmatch
+import json
+import posixpath
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx2
+from fsspec.implementations.local import LocalFileSystem
+from huggingface_hub import HfApi, HfFileSystem, constants
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+    RevisionResolutionError,
+)
+from huggingface_hub.file_download import repo_folder_name
+
+from tying.errors import PipelineError
+from tying.io import atomic_path
+from tying.safetensors_ranges import copy_range, header_bytes, read_header
+
+# Input embedding and output projection names of every layout the analyses read
+# (OLMo / Llama / Qwen, GPT-NeoX / Pythia, GPT-Neo / GPT-2).
+EMBEDDING_TENSORS = (
+    "model.embed_tokens.weight",
+    "lm_head.weight",
+    "gpt_neox.embed_in.weight",
+    "embed_out.weight",
+    "transformer.wte.weight",
+)
+CONFIG_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer*",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.*",
+    "merges.txt",
+    "*.jinja",
+)
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+SOURCE_RECORD = "source.json"
+
+
+def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
+    """Fetch `repo_id` at `revision` (branch, tag or commit) into the directory `dest`, atomically.
+
+    Full: config, tokenizer and safetensors files (sharded or not) as they are.
+    embeddings_only: config, tokenizer and one `model.safetensors` holding just the
+    EMBEDDING_TENSORS the checkpoint has, under their names, dtype and bytes unchanged.
+    fs: the fsspec file system to read through (default: HfFileSystem; offline, the local
+    file system over the hub cache). Writes and returns the record `dest/source.json`:
+    {repo_id, revision, commit, embeddings_only, bytes_read}.
+    """
+    offline = constants.is_offline_mode()
+    with _fetch_errors(repo_id, revision, offline):
+        commit = resolve_commit(repo_id, revision)
+        default_fs, root = _snapshot(repo_id, commit, offline)
+        fs = fs or default_fs
+        if not fs.isdir(root):
+            raise PipelineError(f"commit {commit} not found" + (" in the local hub cache" if offline else ""))
+        names = sorted(posixpath.basename(path) for path in fs.ls(root, detail=False))
+        with atomic_path(dest) as tmp:
+            tmp.mkdir()
+            bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in names if _is_config(name))
+            shards, weight_map, index = _safetensors_files(fs, root, names)
+            bytes_read += len(index)
+            if embeddings_only:
+                if weight_map is not None:
+                    shards = sorted({weight_map[name] for name in EMBEDDING_TENSORS if name in weight_map})
+                bytes_read += _write_embeddings(fs, [f"{root}/{shard}" for shard in shards], tmp / SINGLE_FILE)
+            else:
+                if weight_map is not None:
+                    (tmp / INDEX_FILE).write_bytes(index)
+                bytes_read += sum(_copy_file(fs, f"{root}/{shard}", tmp / shard) for shard in shards)
+            record = {
+                "repo_id": repo_id,
+                "revision": revision,
+                "commit": commit,
+                "embeddings_only": bool(embeddings_only),
+                "bytes_read": bytes_read,
+            }
+            (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def resolve_commit(repo_id, revision):
+    """The commit hash `revision` of `repo_id` points to: asked of the hub, or read from the
+    hub cache's refs when HF_HUB_OFFLINE is set (a commit hash is returned as it is)."""
+    resolved = HfApi().resolve_revision(repo_id, revision=revision, local_files_only=constants.is_offline_mode())
+    return resolved.resolved
+
+
+def _snapshot(repo_id, commit, offline):
+    """(file system, root path) of the files of `repo_id` at `commit`."""
+    if offline:
+        folder = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        return LocalFileSystem(), str(folder / "snapshots" / commit)
+    return HfFileSystem(), f"{repo_id}@{commit}"
+
+
+def _is_config(name):
+    return any(fnmatch.fnmatch(name, pattern) for pattern in CONFIG_FILES)
+
+
+def _safetensors_files(fs, root, names):
+    """(shard file names, tensor -> shard map, raw index); map None and index b"" for a single file."""
+    if INDEX_FILE in names:
+        index = fs.cat_file(f"{root}/{INDEX_FILE}")
+        weight_map = json.loads(index)["weight_map"]
+        return sorted(set(weight_map.values())), weight_map, index
+    if SINGLE_FILE in names:
+        return [SINGLE_FILE], None, b""
+    raise PipelineError(f"no {SINGLE_FILE} or {INDEX_FILE} at this revision")
+
+
+def _copy_file(fs, path, local):
+    """Copy one whole file to the local path; returns its size in bytes."""
+    fs.get_file(path, str(local))
+    return local.stat().st_size
+
+
+def _write_embeddings(fs, paths, out):
+    """Write to `out` a safetensors file of the EMBEDDING_TENSORS found in the safetensors `paths`,
+    reading only their headers and those tensors' byte ranges; returns the bytes read."""
+    with ExitStack() as stack:
+        parts, metadata, bytes_read = [], {}, 0
+        for path in paths:
+            src = stack.enter_context(fs.open(path, "rb", cache_type="none"))
+            tensors, file_metadata, data_start = read_header(src, posixpath.basename(path))
+            metadata.update(file_metadata)
+            bytes_read += data_start
+            for name in EMBEDDING_TENSORS:
+                if name in tensors:
+                    begin, end = tensors[name]["data_offsets"]
+                    parts.append((src, name, tensors[name], data_start + begin, end - begin))
+        if not parts:
+            raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in the checkpoint")
+        with open(out, "wb") as dst:
+            dst.write(header_bytes([(name, t["dtype"], t["shape"], n) for _, name, t, _, n in parts], metadata))
+            for src, _, _, start, nbytes in parts:
+                copy_range(src, dst, start, nbytes)
+                bytes_read += nbytes
+    return bytes_read
+
+
+@contextmanager
+def _fetch_errors(repo_id, revision, offline):
+    """Re-raise hub and cache failures as one-line PipelineErrors naming the model and revision."""
+    try:
+        yield
+    except Exception as error:
+        reason = _reason(error, offline)
+        if reason is None:
+            raise
+        raise PipelineError(f"cannot fetch {repo_id}@{revision}: {reason}") from error
+
+
+def _reason(error, offline):
+    """One line saying why a fetch failed, or None for an error that is not the hub's."""
+    if isinstance(error, PipelineError):
+        return str(error)
+    if isinstance(error, RevisionNotFoundError):
+        return "revision not found"
+    if isinstance(error, RepositoryNotFoundError):
+        return "repository not found (or private/gated without a token)"
+    if isinstance(error, RevisionResolutionError):
+        if offline:
+            return "revision not found in the local hub cache (HF_HUB_OFFLINE is set)"
+        return "hub unreachable (offline?) and revision not in the local hub cache"
+    if isinstance(error, (httpx2.TransportError, OfflineModeIsEnabled)):
+        return "hub unreachable (offline?)"
+    if isinstance(error, HfHubHTTPError):
+        return f"hub answered HTTP {error.response.status_code}"
+    if isinstance(error, FileNotFoundError):
+        return "missing file: " + (str(error).splitlines() or [""])[0]
+    return None

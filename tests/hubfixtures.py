@@ -1,0 +1,136 @@
+"""A fake Hugging Face hub cache of tiny random models in the layouts the paper uses.
+
+The cache is laid out as huggingface_hub lays it out:
+models--{org}--{name}/{blobs/<sha256>, snapshots/<commit>/<file> -> ../../blobs/<sha256>, refs/<revision>}.
+"""
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from huggingface_hub import constants
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import (
+    GPTNeoConfig,
+    GPTNeoForCausalLM,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    OlmoConfig,
+    OlmoForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+VOCAB = 64
+SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
+
+
+def _olmo(seed):
+    # Wide MLP: the embeddings are a small minority of the weights.
+    config = OlmoConfig(**SMALL, hidden_size=32, intermediate_size=256, num_hidden_layers=2,
+                        num_attention_heads=4, tie_word_embeddings=False)
+    return _seeded(OlmoForCausalLM, config, seed)
+
+
+def _pythia(seed):
+    config = GPTNeoXConfig(**SMALL, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, tie_word_embeddings=False)
+    return _seeded(GPTNeoXForCausalLM, config, seed)
+
+
+def _gpt_neo(seed):
+    config = GPTNeoConfig(**SMALL, hidden_size=32, num_layers=2, num_heads=4,
+                          attention_types=[[["global", "local"], 1]], window_size=16,
+                          tie_word_embeddings=True)
+    return _seeded(GPTNeoForCausalLM, config, seed)
+
+
+def _qwen3(hidden, tied, seed):
+    config = Qwen3Config(**SMALL, hidden_size=hidden, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=hidden // 4,
+                         tie_word_embeddings=tied)
+    return _seeded(Qwen3ForCausalLM, config, seed)
+
+
+def _seeded(model_class, config, seed):
+    torch.manual_seed(seed)
+    return model_class(config)
+
+
+# repo id -> {revision: (build(seed) -> model, seed, save_pretrained kwargs)}
+REPOS = {
+    "test-org/olmo-untied": {
+        "step0": (_olmo, 0, {}),
+        "step1000": (_olmo, 1, {}),
+    },
+    "test-org/pythia": {"main": (_pythia, 2, {})},
+    "test-org/gpt-neo": {"main": (_gpt_neo, 3, {})},
+    "test-org/qwen3-tied": {"main": (lambda seed: _qwen3(32, True, seed), 4, {})},
+    "test-org/qwen3-untied-sharded": {
+        "main": (lambda seed: _qwen3(48, False, seed).to(torch.bfloat16), 5, {"max_shard_size": "20KB"}),
+    },
+}
+
+
+def tiny_tokenizer():
+    """A word-level fast tokenizer over VOCAB tokens ('[UNK]', 't1', ...)."""
+    vocab = {"[UNK]": 0, **{f"t{i}": i for i in range(1, VOCAB)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]")
+
+
+def add_snapshot(cache_dir, repo_id, revision, model_dir):
+    """Store the files of `model_dir` in the hub cache as `repo_id` at `revision`; returns the commit hash."""
+    repo = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}"
+    files = sorted(path for path in Path(model_dir).iterdir() if path.is_file())
+    digests = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
+    commit = hashlib.sha1(f"{repo_id}@{revision}:{sorted(digests.items())}".encode()).hexdigest()
+    (repo / "blobs").mkdir(parents=True, exist_ok=True)
+    (repo / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+    for path in files:
+        blob = repo / "blobs" / digests[path.name]
+        blob.write_bytes(path.read_bytes())
+        os.symlink(f"../../blobs/{digests[path.name]}", repo / "snapshots" / commit / path.name)
+    set_ref(cache_dir, repo_id, revision, commit)
+    return commit
+
+
+def set_ref(cache_dir, repo_id, revision, commit):
+    """Point `revision` of `repo_id` at `commit` in the hub cache."""
+    ref = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}" / "refs" / revision
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    ref.write_text(commit)
+
+
+def build_hub_cache(cache_dir):
+    """Fill `cache_dir` with the REPOS, each with a tokenizer; returns {repo_id: {revision: commit}}.
+
+    "main" of test-org/olmo-untied points at the same commit as its "step1000".
+    """
+    commits = {}
+    tokenizer = tiny_tokenizer()
+    for repo_id, revisions in REPOS.items():
+        for revision, (build, seed, save_kwargs) in revisions.items():
+            with tempfile.TemporaryDirectory() as model_dir:
+                build(seed).save_pretrained(model_dir, **save_kwargs)
+                tokenizer.save_pretrained(model_dir)
+                commits.setdefault(repo_id, {})[revision] = add_snapshot(cache_dir, repo_id, revision, model_dir)
+    set_ref(cache_dir, "test-org/olmo-untied", "main", commits["test-org/olmo-untied"]["step1000"])
+    commits["test-org/olmo-untied"]["main"] = commits["test-org/olmo-untied"]["step1000"]
+    return commits
+
+
+def snapshot_dir(cache_dir, repo_id, commit):
+    """The folder of `repo_id` at `commit` in the hub cache."""
+    return Path(cache_dir) / f"models--{repo_id.replace('/', '--')}" / "snapshots" / commit
+
+
+def use_hub_cache(monkeypatch, cache_dir):
+    """Work offline from the hub cache `cache_dir`, in this process and in its subprocesses."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache_dir))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache_dir))

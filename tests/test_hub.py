@@ -1,0 +1,175 @@
+"""Pinned-revision fetches from a fake hub cache: whole models, and embeddings read by byte range."""
+import json
+import os
+
+import pytest
+import torch
+from fsspec.implementations.local import LocalFileSystem
+from huggingface_hub import constants
+from safetensors.torch import load_file
+
+from hubfixtures import add_snapshot, build_hub_cache, snapshot_dir, use_hub_cache
+from tying.errors import PipelineError
+from tying.hub import fetch_model
+
+EXPECTED_TENSORS = {
+    "test-org/olmo-untied": {"model.embed_tokens.weight", "lm_head.weight"},
+    "test-org/pythia": {"gpt_neox.embed_in.weight", "embed_out.weight"},
+    "test-org/gpt-neo": {"transformer.wte.weight"},
+    "test-org/qwen3-tied": {"model.embed_tokens.weight"},
+    "test-org/qwen3-untied-sharded": {"model.embed_tokens.weight", "lm_head.weight"},
+}
+
+
+class CountingFileSystem(LocalFileSystem):
+    """The local file system, counting every byte read through it."""
+
+    cachable = False
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.bytes_read = 0
+
+    def _open(self, path, mode="rb", **kwargs):
+        return _CountingFile(super()._open(path, mode, **kwargs), self)
+
+    def cp_file(self, path1, path2, **kwargs):
+        self.bytes_read += os.path.getsize(path1)
+        return super().cp_file(path1, path2, **kwargs)
+
+
+class _CountingFile:
+    def __init__(self, f, fs):
+        self._f, self._fs = f, fs
+
+    def read(self, length=-1):
+        data = self._f.read(length)
+        self._fs.bytes_read += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+
+
+@pytest.fixture(scope="session")
+def hub_cache(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("hub")
+    return cache, build_hub_cache(cache)
+
+
+@pytest.fixture
+def hub(hub_cache, monkeypatch):
+    cache, commits = hub_cache
+    use_hub_cache(monkeypatch, cache)
+    return cache, commits
+
+
+def original_tensors(cache, repo_id, commit):
+    """Every tensor of the stored checkpoint, all shards together."""
+    tensors = {}
+    for path in snapshot_dir(cache, repo_id, commit).glob("*.safetensors"):
+        tensors.update(load_file(path))
+    return tensors
+
+
+@pytest.mark.parametrize("repo_id,revision", [
+    ("test-org/olmo-untied", "step0"),
+    ("test-org/pythia", "main"),
+    ("test-org/gpt-neo", "main"),
+    ("test-org/qwen3-tied", "main"),
+    ("test-org/qwen3-untied-sharded", "main"),
+])
+def test_embedding_only_fetch_holds_the_stored_embedding_tensors(hub, tmp_path, repo_id, revision):
+    cache, commits = hub
+    commit = commits[repo_id][revision]
+    record = fetch_model(repo_id, revision, tmp_path / "model", embeddings_only=True)
+
+    fetched = load_file(tmp_path / "model" / "model.safetensors")
+    original = original_tensors(cache, repo_id, commit)
+    assert set(fetched) == EXPECTED_TENSORS[repo_id]
+    for name, tensor in fetched.items():
+        assert tensor.dtype == original[name].dtype
+        assert torch.equal(tensor, original[name])
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        assert (tmp_path / "model" / name).read_bytes() == (snapshot_dir(cache, repo_id, commit) / name).read_bytes()
+    assert json.loads((tmp_path / "model" / "source.json").read_text()) == record
+    assert record["commit"] == commit and record["embeddings_only"] is True
+
+
+def test_sharded_bf16_embeddings_stay_bf16(hub, tmp_path):
+    fetch_model("test-org/qwen3-untied-sharded", "main", tmp_path / "model", embeddings_only=True)
+    fetched = load_file(tmp_path / "model" / "model.safetensors")
+    assert {t.dtype for t in fetched.values()} == {torch.bfloat16}
+    assert fetched["lm_head.weight"].shape == (64, 48)
+
+
+def test_embedding_only_fetch_reads_under_a_third_of_the_weights(hub, tmp_path):
+    cache, commits = hub
+    fs = CountingFileSystem()
+    record = fetch_model("test-org/olmo-untied", "step0", tmp_path / "model", embeddings_only=True, fs=fs)
+
+    weights = snapshot_dir(cache, "test-org/olmo-untied", commits["test-org/olmo-untied"]["step0"]) / "model.safetensors"
+    assert fs.bytes_read == record["bytes_read"]
+    assert 0 < fs.bytes_read < weights.stat().st_size / 3
+
+
+def test_revisions_resolve_to_their_own_commits(hub, tmp_path):
+    cache, commits = hub
+    repo = "test-org/olmo-untied"
+    records = {rev: fetch_model(repo, rev, tmp_path / rev, embeddings_only=True) for rev in ("step0", "step1000", "main")}
+    by_commit = fetch_model(repo, commits[repo]["step0"], tmp_path / "by-commit", embeddings_only=True)
+
+    assert records["step0"]["commit"] == commits[repo]["step0"] == by_commit["commit"]
+    assert records["step1000"]["commit"] == commits[repo]["step1000"] == records["main"]["commit"]
+    assert records["step0"]["commit"] != records["step1000"]["commit"]
+    step0 = load_file(tmp_path / "step0" / "model.safetensors")["lm_head.weight"]
+    step1000 = load_file(tmp_path / "step1000" / "model.safetensors")["lm_head.weight"]
+    assert not torch.equal(step0, step1000)
+    assert torch.equal(step0, load_file(tmp_path / "by-commit" / "model.safetensors")["lm_head.weight"])
+
+
+def test_unknown_revision_is_one_clear_line(hub, tmp_path):
+    with pytest.raises(PipelineError) as error:
+        fetch_model("test-org/olmo-untied", "step999", tmp_path / "model", embeddings_only=True)
+    assert str(error.value) == (
+        "cannot fetch test-org/olmo-untied@step999: revision not found in the local hub cache (HF_HUB_OFFLINE is set)"
+    )
+    assert not (tmp_path / "model").exists()
+
+
+def test_unreachable_hub_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # closed port: refused at once
+    with pytest.raises(PipelineError, match=r"^cannot fetch org/model@step0: hub unreachable \(offline\?\)"):
+        fetch_model("org/model", "step0", tmp_path / "model", embeddings_only=False)
+
+
+def test_full_fetch_of_a_sharded_model_reproduces_its_files(hub, tmp_path):
+    cache, commits = hub
+    repo = "test-org/qwen3-untied-sharded"
+    stored = {p.name: p.read_bytes() for p in snapshot_dir(cache, repo, commits[repo]["main"]).iterdir()}
+    record = fetch_model(repo, "main", tmp_path / "model", embeddings_only=False)
+
+    fetched = {p.name: p.read_bytes() for p in (tmp_path / "model").iterdir()}
+    assert fetched.pop("source.json")
+    assert fetched == stored
+    assert sum(name.endswith(".safetensors") for name in fetched) == 5
+    assert record["bytes_read"] == sum(len(data) for data in stored.values())
+
+
+def test_a_failed_fetch_leaves_nothing_behind(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    (tmp_path / "config-only").mkdir()
+    (tmp_path / "config-only" / "config.json").write_text("{}")
+    add_snapshot(cache, "test-org/no-weights", "main", tmp_path / "config-only")
+    use_hub_cache(monkeypatch, cache)
+    with pytest.raises(PipelineError, match=r"^cannot fetch test-org/no-weights@main: no model\.safetensors"):
+        fetch_model("test-org/no-weights", "main", tmp_path / "out" / "model", embeddings_only=True)
+    assert list((tmp_path / "out").iterdir()) == []
