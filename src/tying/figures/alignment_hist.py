@@ -1,0 +1,42 @@
+"""Figure 1: per-token linear-map cosines of Input(U)->Tied and Output(U)->Tied."""
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+from tying.errors import PipelineError
+from tying.figures import style
+from tying.io import atomic_path
+from tying.tables import alignment_means, at_step
+
+SERIES = {"input_u->tied": ("Input(U) -> Tied", "input"), "output_u->tied": ("Output(U) -> Tied", "output")}
+
+
+def plot_alignment_hist(alignment, path, pair="main", step=None):
+    """Histograms of the linear-map cosines, pooled over seeds; dashed lines at Table 1's means.
+
+    alignment: tidy frame (pair, seed, step, comparison, map, token_id, cosine); last step
+    of `pair` unless `step` is given. Returns the (closed) figure.
+    """
+    rows = alignment[(alignment["pair"] == pair) & (alignment["map"] == "linear")
+                     & alignment["comparison"].isin(list(SERIES))]
+    if rows.empty:
+        raise PipelineError(f"no linear-map input_u->tied / output_u->tied cosines for pair {pair!r}")
+    rows = at_step(rows, step)
+    means = alignment_means(rows).set_index("comparison")["mean"]
+    labels = {c: f"{name} (mean {means[c]:.3f})" for c, (name, _) in SERIES.items()}
+    palette = {labels[c]: style.PALETTE[colour] for c, (_, colour) in SERIES.items()}
+
+    style.setup()
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 0.7 * style.COLUMN_WIDTH), layout="constrained")
+    sns.histplot(rows.assign(series=rows["comparison"].map(labels)), x="cosine", hue="series",
+                 hue_order=list(palette), palette=palette, stat="density", common_norm=False,
+                 element="step", bins=50, ax=ax)
+    for c, label in labels.items():
+        ax.axvline(means[c], color=palette[label], linestyle="--", linewidth=1)
+    ax.set_ylim(top=1.3 * ax.get_ylim()[1])  # room for the legend
+    sns.move_legend(ax, "upper left", title=None, frameon=False, fontsize="small")
+    n_seeds = rows["seed"].nunique()
+    ax.set(xlabel="cosine similarity after linear map", ylabel="density (per comparison)",
+           title=f"{pair}, step {int(rows['step'].iloc[0])}: tokens pooled over {n_seeds} seed{'s' * (n_seeds > 1)}")
+    with atomic_path(path) as tmp:
+        style.save(fig, tmp)
+    return fig

@@ -1,0 +1,91 @@
+"""Each figure function writes a PDF and draws the numbers its metric frame provides."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from tying.errors import PipelineError
+from tying.figures.alignment_hist import plot_alignment_hist
+from tying.figures.evolution import plot_evolution
+from tying.figures.grad_flow import plot_grad_flow
+from tying.figures.norm_frequency import plot_norm_frequency
+
+RNG = np.random.default_rng(0)
+
+
+def _is_pdf(path):
+    data = path.read_bytes()
+    return data.startswith(b"%PDF") and len(data) > 1000
+
+
+def test_alignment_hist_marks_the_table_means(tmp_path):
+    rows = [
+        ("main", seed, 300, comparison, "linear", token, mean + 0.1 * seed + (0.05 if token % 2 else -0.05))
+        for seed in (0, 1)
+        for comparison, mean in (("input_u->tied", 0.5), ("output_u->tied", 0.7), ("input_u->output_u", 0.0))
+        for token in range(50)
+    ]
+    alignment = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "token_id", "cosine"])
+    fig = plot_alignment_hist(alignment, tmp_path / "fig1.pdf")
+    assert _is_pdf(tmp_path / "fig1.pdf")
+    ax = fig.axes[0]
+    dashed = sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--")
+    assert dashed == pytest.approx([0.55, 0.75])  # Table 1's means over seeds
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["Input(U) -> Tied (mean 0.550)", "Output(U) -> Tied (mean 0.750)"]
+    with pytest.raises(PipelineError):
+        plot_alignment_hist(alignment, tmp_path / "none.pdf", pair="family")
+    assert not (tmp_path / "none.pdf").exists()
+
+
+def test_evolution_draws_drift_and_change(tmp_path):
+    steps = np.array([0, 100, 200])
+    rows = [
+        ("main", seed, matrix, step, drift, np.nan if step == 0 else 0.99)
+        for seed in (0, 1, 2)
+        for matrix, rate in (("input", 0.1), ("output", 0.4))
+        for step, drift in zip(steps, 1 - rate * steps / 200 + 0.01 * seed)
+    ]
+    evolution = pd.DataFrame(rows, columns=["run", "seed", "matrix", "step", "drift", "change"])
+    fig = plot_evolution(evolution, tmp_path / "fig3.pdf")
+    assert _is_pdf(tmp_path / "fig3.pdf")
+    top, bottom = fig.axes
+    # Output line: mean over seeds of drift = 1 - 0.4 * step / 200 + 0.01.
+    ys = [tuple(np.round(line.get_ydata(), 6)) for line in top.lines]
+    assert (1.01, 0.81, 0.61) in ys
+    drawn = [line.get_xdata().tolist() for line in bottom.lines if len(line.get_xdata())]
+    assert drawn == [[100, 200], [100, 200]]  # change is NaN at step 0
+
+
+def _grad_flow():
+    steps = np.arange(60)
+    g_in, g_out = np.exp(RNG.normal(0, 0.3, 60)), 4 * np.exp(RNG.normal(0, 0.3, 60))
+    return pd.DataFrame({
+        "pair": "main", "seed": 0, "variant": "tied", "step": steps, "g_in": g_in, "g_out": g_out,
+        "g_in_roll": 0.7, "g_out_roll": 3.0,  # constants: the plot must draw these, not its own means
+        "in_share": g_in / (g_in + g_out), "out_share": g_out / (g_in + g_out),
+    })
+
+
+def test_grad_flow_draws_the_frames_rolling_means(tmp_path):
+    fig = plot_grad_flow(_grad_flow(), tmp_path / "fig4.pdf")
+    assert _is_pdf(tmp_path / "fig4.pdf")
+    left, right = fig.axes
+    assert left.get_yscale() == "log"
+    flat = sorted(line.get_ydata()[0] for line in left.lines if np.ptp(line.get_ydata()) == 0)
+    assert flat == pytest.approx([0.7, 3.0])
+    assert right.get_ylim() == (0, 100)
+    with pytest.raises(PipelineError):
+        plot_grad_flow(_grad_flow(), tmp_path / "none.pdf", seed=3)
+
+
+def test_norm_frequency_three_panels(tmp_path):
+    counts = np.r_[0, np.floor(10 ** RNG.uniform(0, 5, 299))].astype(int)
+    rows = pd.concat(
+        pd.DataFrame({"pair": "main", "seed": 0, "matrix": m, "token_id": np.arange(300), "count": counts,
+                      "norm": 1 + scale * np.log10(np.maximum(counts, 1))})
+        for m, scale in (("untied_input", 0.0), ("untied_output", 0.3), ("tied", 0.5))
+    )
+    fig = plot_norm_frequency(rows, tmp_path / "fig5.pdf")
+    assert _is_pdf(tmp_path / "fig5.pdf")
+    assert [ax.get_title() for ax in fig.axes] == ["untied input", "untied output", "tied"]
+    assert [len(ax.collections[0].get_offsets()) for ax in fig.axes] == [299] * 3  # count 0 left out
