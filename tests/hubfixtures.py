@@ -4,9 +4,17 @@ The cache is laid out as huggingface_hub lays it out:
 models--{org}--{name}/{blobs/<sha256>, snapshots/<commit>/<file> -> ../../blobs/<sha256>, refs/<revision>}.
 """
 import hashlib
+import json
 import os
+import re
 import tempfile
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import torch
 from huggingface_hub import constants
@@ -134,3 +142,96 @@ def use_hub_cache(monkeypatch, cache_dir):
     monkeypatch.setenv("HF_HUB_CACHE", str(cache_dir))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache_dir))
+
+
+def use_hub_server(monkeypatch, endpoint, empty_cache_dir):
+    """Work online against the hub at `endpoint`, with an empty hub cache."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(empty_cache_dir))
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+
+
+@contextmanager
+def serve_hub(cache_dir):
+    """Serve the hub cache over HTTP on 127.0.0.1 as a minimal hub (the API routes huggingface_hub's
+    HfApi and HfFileSystem use, and ranged file downloads). Yields (endpoint, bytes of files sent)."""
+    sent = Counter()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_HubHandler, Path(cache_dir), sent))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", sent
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _HubHandler(BaseHTTPRequestHandler):
+    def __init__(self, cache_dir, sent, *args, **kwargs):
+        self.cache_dir, self.sent = cache_dir, sent
+        super().__init__(*args, **kwargs)
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self._route(send_body=True)
+
+    def do_HEAD(self):
+        self._route(send_body=False)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._route(send_body=True)
+
+    def _route(self, send_body):
+        path = unquote(urlsplit(self.path).path)
+        api = re.fullmatch(r"/api/models/([^/]+/[^/]+)/(revision|tree|paths-info)/([^/]+)(?:/.*)?", path)
+        resolve = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
+        repo_id, revision = (api.group(1), api.group(3)) if api else resolve.groups()[:2] if resolve else (None, None)
+        commit = repo_id and self._commit(repo_id, revision)
+        if commit is None:
+            return self._send(404, b"{}", {"X-Error-Code": "RevisionNotFound"}, send_body)
+        folder = snapshot_dir(self.cache_dir, repo_id, commit)
+        if resolve:
+            return self._send_file(folder / resolve.group(3), commit, send_body)
+        if api.group(2) == "revision":
+            siblings = [{"rfilename": p.name} for p in sorted(folder.iterdir())]
+            return self._send_json({"id": repo_id, "sha": commit, "siblings": siblings}, send_body)
+        entries = [{"type": "file", "path": p.name, "size": p.stat().st_size, "oid": commit}
+                   for p in sorted(folder.iterdir())]
+        return self._send_json(entries, send_body)
+
+    def _commit(self, repo_id, revision):
+        repo = Path(self.cache_dir) / f"models--{repo_id.replace('/', '--')}"
+        ref = repo / "refs" / revision
+        if ref.is_file():
+            return ref.read_text()
+        return revision if (repo / "snapshots" / revision).is_dir() else None
+
+    def _send_file(self, path, commit, send_body):
+        data = path.read_bytes()
+        headers = {"ETag": f'"{commit}-{path.name}"', "X-Repo-Commit": commit, "Accept-Ranges": "bytes"}
+        status, body = 200, data
+        ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        if ranged:
+            start = int(ranged.group(1))
+            end = int(ranged.group(2)) + 1 if ranged.group(2) else len(data)
+            status, body = 206, data[start:end]
+            headers["Content-Range"] = f"bytes {start}-{start + len(body) - 1}/{len(data)}"
+        if send_body:
+            self.sent[path.name] += len(body)
+        self._send(status, body, headers, send_body)
+
+    def _send_json(self, payload, send_body):
+        self._send(200, json.dumps(payload).encode(), {"Content-Type": "application/json"}, send_body)
+
+    def _send(self, status, body, headers, send_body):
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)

@@ -5,10 +5,9 @@ import os
 import pytest
 import torch
 from fsspec.implementations.local import LocalFileSystem
-from huggingface_hub import constants
 from safetensors.torch import load_file
 
-from hubfixtures import add_snapshot, build_hub_cache, snapshot_dir, use_hub_cache
+from hubfixtures import add_snapshot, build_hub_cache, serve_hub, snapshot_dir, use_hub_cache, use_hub_server
 from tying.errors import PipelineError
 from tying.hub import fetch_model
 
@@ -144,11 +143,48 @@ def test_unknown_revision_is_one_clear_line(hub, tmp_path):
 
 
 def test_unreachable_hub_is_one_clear_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # closed port: refused at once
+    use_hub_server(monkeypatch, "http://127.0.0.1:9", tmp_path / "empty-cache")  # closed port: refused at once
     with pytest.raises(PipelineError, match=r"^cannot fetch org/model@step0: hub unreachable \(offline\?\)"):
         fetch_model("org/model", "step0", tmp_path / "model", embeddings_only=False)
+
+
+@pytest.fixture
+def hub_server(hub_cache, tmp_path, monkeypatch):
+    cache, commits = hub_cache
+    with serve_hub(cache) as (endpoint, sent):
+        use_hub_server(monkeypatch, endpoint, tmp_path / "empty-cache")
+        yield cache, commits, sent
+
+
+def test_online_embedding_fetch_downloads_only_byte_ranges(hub_server, tmp_path):
+    cache, commits, sent = hub_server
+    repo, commit = "test-org/olmo-untied", commits["test-org/olmo-untied"]["step0"]
+    record = fetch_model(repo, "step0", tmp_path / "model", embeddings_only=True)
+
+    weights = snapshot_dir(cache, repo, commit) / "model.safetensors"
+    assert record["commit"] == commit
+    assert sum(sent.values()) == record["bytes_read"]
+    assert 0 < sent["model.safetensors"] < weights.stat().st_size / 3
+    fetched = load_file(tmp_path / "model" / "model.safetensors")
+    original = load_file(weights)
+    assert all(torch.equal(fetched[name], original[name]) for name in EXPECTED_TENSORS[repo])
+
+
+def test_online_sharded_embedding_fetch_touches_only_the_embedding_shards(hub_server, tmp_path):
+    cache, commits, sent = hub_server
+    repo = "test-org/qwen3-untied-sharded"
+    fetch_model(repo, "main", tmp_path / "model", embeddings_only=True)
+
+    index = json.loads((snapshot_dir(cache, repo, commits[repo]["main"]) / "model.safetensors.index.json").read_text())
+    wanted = {index["weight_map"][name] for name in EXPECTED_TENSORS[repo]}
+    assert {name for name in sent if name.endswith(".safetensors")} == wanted
+    assert set(load_file(tmp_path / "model" / "model.safetensors")) == EXPECTED_TENSORS[repo]
+
+
+def test_online_unknown_revision_is_one_clear_line(hub_server, tmp_path):
+    with pytest.raises(PipelineError) as error:
+        fetch_model("test-org/olmo-untied", "step999", tmp_path / "model", embeddings_only=True)
+    assert str(error.value) == "cannot fetch test-org/olmo-untied@step999: revision not found"
 
 
 def test_full_fetch_of_a_sharded_model_reproduces_its_files(hub, tmp_path):
