@@ -72,16 +72,7 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
         with atomic_path(dest) as tmp:
             tmp.mkdir()
             bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in names if _is_config(name))
-            shards, weight_map, index = _safetensors_files(fs, root, names)
-            bytes_read += len(index)
-            if embeddings_only:
-                if weight_map is not None:
-                    shards = sorted({weight_map[name] for name in EMBEDDING_TENSORS if name in weight_map})
-                bytes_read += _write_embeddings(fs, [f"{root}/{shard}" for shard in shards], tmp / SINGLE_FILE)
-            else:
-                if weight_map is not None:
-                    (tmp / INDEX_FILE).write_bytes(index)
-                bytes_read += sum(_copy_file(fs, f"{root}/{shard}", tmp / shard) for shard in shards)
+            bytes_read += _fetch_weights(fs, root, names, tmp, embeddings_only)
             record = {
                 "repo_id": repo_id,
                 "revision": revision,
@@ -112,15 +103,24 @@ def _is_config(name):
     return any(fnmatch.fnmatch(name, pattern) for pattern in CONFIG_FILES)
 
 
-def _safetensors_files(fs, root, names):
-    """(shard file names, tensor -> shard map, raw index); map None and index b"" for a single file."""
+def _fetch_weights(fs, root, names, out_dir, embeddings_only):
+    """Write the checkpoint's safetensors weights into `out_dir`: as they are, or only the
+    EMBEDDING_TENSORS in one model.safetensors. `names`: the files at `root`. Returns the bytes read."""
     if INDEX_FILE in names:
         index = fs.cat_file(f"{root}/{INDEX_FILE}")
         weight_map = json.loads(index)["weight_map"]
-        return sorted(set(weight_map.values())), weight_map, index
-    if SINGLE_FILE in names:
-        return [SINGLE_FILE], None, b""
-    raise PipelineError(f"no {SINGLE_FILE} or {INDEX_FILE} at this revision")
+        shards = sorted(set(weight_map.values()))
+    elif SINGLE_FILE in names:
+        index, weight_map, shards = b"", None, [SINGLE_FILE]
+    else:
+        raise PipelineError(f"no {SINGLE_FILE} or {INDEX_FILE} at this revision")
+    if embeddings_only:
+        if weight_map is not None:
+            shards = sorted({weight_map[name] for name in EMBEDDING_TENSORS if name in weight_map})
+        return len(index) + _write_embeddings(fs, [f"{root}/{shard}" for shard in shards], out_dir / SINGLE_FILE)
+    if index:
+        (out_dir / INDEX_FILE).write_bytes(index)
+    return len(index) + sum(_copy_file(fs, f"{root}/{shard}", out_dir / shard) for shard in shards)
 
 
 def _copy_file(fs, path, local):

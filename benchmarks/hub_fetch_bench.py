@@ -1,0 +1,45 @@
+"""Embedding-only versus full fetch over HTTP, on a model shaped like OLMo-1B-0724 (untied,
+embeddings ~17% of the weights), served from a loopback fake hub. Prints bytes and seconds.
+
+Run: .venv/bin/python benchmarks/hub_fetch_bench.py
+"""
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import torch  # noqa: E402
+from huggingface_hub import constants  # noqa: E402
+from transformers import OlmoConfig, OlmoForCausalLM  # noqa: E402
+
+from hubfixtures import add_snapshot, serve_hub  # noqa: E402
+from tying.hub import fetch_model  # noqa: E402
+
+
+def main():
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        config = OlmoConfig(vocab_size=8192, hidden_size=128, intermediate_size=1536, num_hidden_layers=16,
+                            num_attention_heads=4, bos_token_id=0, eos_token_id=0, pad_token_id=0,
+                            tie_word_embeddings=False)
+        torch.manual_seed(0)
+        OlmoForCausalLM(config).save_pretrained(work / "model")
+        add_snapshot(work / "cache", "bench/olmo-like", "step0", work / "model")
+        with serve_hub(work / "cache") as (endpoint, sent):
+            constants.HF_HUB_OFFLINE = False
+            constants.HF_HUB_CACHE = str(work / "empty-cache")
+            constants.ENDPOINT = endpoint
+            constants.HUGGINGFACE_CO_URL_TEMPLATE = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+            for embeddings_only in (True, False):
+                sent.clear()
+                start = time.perf_counter()
+                record = fetch_model("bench/olmo-like", "step0", work / f"out-{embeddings_only}", embeddings_only)
+                seconds = time.perf_counter() - start
+                print(f"embeddings_only={embeddings_only!s:5}  bytes_read={record['bytes_read']:>11,}"
+                      f"  bytes_served={sum(sent.values()):>11,}  seconds={seconds:.2f}")
+
+
+if __name__ == "__main__":
+    main()
