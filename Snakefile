@@ -1,0 +1,17 @@
+# Weight tying biases token embeddings towards the output space: the reproduction workflow.
+# `snakemake --cores 2 all` builds every figure and table the config enables.
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/corpus.smk"
+include: "workflow/rules/tokenizer.smk"
+include: "workflow/rules/tokens.smk"
+include: "workflow/rules/train.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_targets(),

@@ -1,0 +1,43 @@
+"""Config validation with one-line errors, and the derived values rules need."""
+import jsonschema
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from tying.errors import PipelineError
+
+
+def check(config, schema_path):
+    """Validate `config` (filling schema defaults) or raise PipelineError naming the key and what is allowed."""
+    try:
+        validate(config, schema_path)
+    except WorkflowError:
+        schema = yaml.safe_load(open(schema_path))
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+        key = ".".join(map(str, error.absolute_path)) or "(top level)"
+        raise PipelineError(f"{key}: {error.message}") from None
+    train = config["train"]
+    late = sorted(s for s in train["checkpoints"] if s > train["steps"])
+    if late:
+        raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({train['steps']})")
+    for arch in config["architectures"]:
+        dims = model_dims(config, arch)
+        if dims["hidden_size"] % dims["heads"]:
+            raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
+                                f"of heads {dims['heads']}")
+
+
+def model_dims(config, arch):
+    """model.* with the architecture's overrides applied (family removed)."""
+    overrides = {k: v for k, v in config["architectures"][arch].items() if k != "family"}
+    return {"intermediate_size": None, **config["model"], **overrides}
+
+
+def run_params(config, arch, variant):
+    """Everything from the config that determines one training run's weights (RunSpec fields
+    but seed and vocabulary); as a rule's params, a change to any of them reruns the job."""
+    train, var = config["train"], config["variants"][variant]
+    keys = ("steps", "batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches")
+    return {"family": config["architectures"][arch]["family"], **model_dims(config, arch), "tied": var["tied"],
+            "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
+            "checkpoints": sorted(train["checkpoints"]), **{k: train[k] for k in keys}}

@@ -1,0 +1,117 @@
+"""Build the training corpus as a table of documents with a deterministic train/validation split.
+
+Sources: the Python standard library's own documentation (offline default), a Hugging Face
+dataset streamed up to a token budget, or local text / JSON lines / Parquet files.
+"""
+import ast
+import json
+import sysconfig
+import zlib
+from pathlib import Path
+
+import pandas as pd
+
+from tying.errors import PipelineError
+
+SKIP_DIRS = {"test", "tests", "idlelib", "site-packages", "lib2to3", "__pycache__", "turtledemo"}
+
+
+def stdlib_documents():
+    """Yield (doc_id, text): the pydoc topics, then the docstrings of each stdlib source file."""
+    from pydoc_data.topics import topics
+
+    for name in sorted(topics):
+        yield f"topic:{name}", topics[name].strip()
+    root = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if SKIP_DIRS.intersection(rel.parts[:-1]) or rel.name.startswith("test_"):
+            continue
+        text = "\n\n".join(_docstrings(path))
+        if text:
+            yield f"module:{rel.as_posix()}", text
+
+
+def _docstrings(path):
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            if doc and len(doc) >= 40:
+                yield doc.strip()
+
+
+def hf_documents(path, name=None, split="train", revision=None, text_field="text", max_tokens=1_000_000):
+    """Yield (doc_id, text) streamed from a Hugging Face dataset until ~max_tokens words are read."""
+    import datasets
+
+    where = f"{path}{'/' + name if name else ''} [{split}]"
+    try:
+        stream = datasets.load_dataset(path, name, split=split, revision=revision, streaming=True)
+        seen = 0
+        for i, row in enumerate(stream):
+            if text_field not in row:
+                raise PipelineError(f"dataset {where} has no field {text_field!r} (corpus.text_field)")
+            text = (row[text_field] or "").strip()
+            if text:
+                yield f"{path}:{i}", text
+                seen += len(text.split())
+                if seen >= max_tokens:
+                    return
+    except PipelineError:
+        raise
+    except Exception as err:  # datasets raises many types for offline / missing datasets
+        raise PipelineError(f"cannot stream dataset {where}: {type(err).__name__}: {_first_line(err)}") from err
+
+
+def local_documents(paths, text_field="text"):
+    """Yield (doc_id, text) from .txt (one document per file), .jsonl and .parquet files."""
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise PipelineError(f"corpus file not found: {p} (corpus.paths)")
+        if p.suffix == ".txt":
+            rows = [p.read_text(encoding="utf-8")]
+        elif p.suffix in (".jsonl", ".json"):
+            rows = [json.loads(line).get(text_field, "") for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        elif p.suffix == ".parquet":
+            frame = pd.read_parquet(p)
+            if text_field not in frame:
+                raise PipelineError(f"{p} has no column {text_field!r} (corpus.text_field)")
+            rows = frame[text_field].tolist()
+        else:
+            raise PipelineError(f"unsupported corpus file type {p.suffix!r}: {p} (use .txt, .jsonl or .parquet)")
+        for i, text in enumerate(rows):
+            if text and text.strip():
+                yield f"{p.name}:{i}", text.strip()
+
+
+def split_of(doc_id, val_fraction):
+    """Deterministic split from a hash of the document id: 'val' for about val_fraction of ids."""
+    return "val" if zlib.crc32(doc_id.encode()) % 10_000 < val_fraction * 10_000 else "train"
+
+
+def build_corpus(cfg):
+    """Documents for the `corpus` config section: DataFrame with columns doc_id, text, split."""
+    source = cfg["source"]
+    if source == "stdlib":
+        docs = stdlib_documents()
+    elif source == "hf":
+        docs = hf_documents(cfg["path"], cfg.get("name"), cfg.get("split", "train"), cfg.get("revision"),
+                            cfg.get("text_field", "text"), cfg["max_tokens"])
+    else:
+        docs = local_documents(cfg["paths"], cfg.get("text_field", "text"))
+    frame = pd.DataFrame(list(docs), columns=["doc_id", "text"])
+    if frame.empty:
+        raise PipelineError(f"corpus source {source!r} produced no documents")
+    frame["split"] = [split_of(d, cfg.get("val_fraction", 0.05)) for d in frame["doc_id"]]
+    if not (frame["split"] == "val").any() or not (frame["split"] == "train").any():
+        raise PipelineError(f"corpus of {len(frame)} documents is too small to split at val_fraction "
+                            f"{cfg.get('val_fraction', 0.05)}")
+    return frame
+
+
+def _first_line(err):
+    return (str(err).strip().splitlines() or [""])[0][:200]

@@ -1,0 +1,108 @@
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+from conftest import markov_tokens
+from tying.train import RunSpec, build, train, train_batch
+
+V = 64
+
+
+@pytest.fixture(scope="module")
+def data():
+    ids = markov_tokens(22_000, V, seed=1)
+    return ids[:20_000], ids[20_000:]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    vocab = {f"t{i}": i for i in range(V)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="t0")
+
+
+def spec(**kw):
+    base = dict(family="olmo", vocab_size=V, eos_id=0, hidden_size=16, layers=2, heads=2, intermediate_size=32,
+                seq_len=16, tied=True, input_grad_scale=1.0, seed=0, steps=12, batch_size=4, lr=1e-2, warmup=2,
+                min_lr_ratio=0.1, weight_decay=0.1, grad_clip=1.0, checkpoints=(0, 4, 8, 12), eval_batches=2)
+    return RunSpec(**{**base, **kw})
+
+
+def run(s, data, tokenizer, root, until=None):
+    ckpts = {step: root / f"step{step}" for step in s.checkpoints}
+    train(s, *data, tokenizer, root / "work", checkpoint_dirs=ckpts, log_path=root / "log.parquet",
+          provenance_path=root / "provenance.parquet", log_every=100, until=until)
+    return ckpts
+
+
+def test_resume_after_a_kill_is_bit_identical(data, tokenizer, tmp_path):
+    s = spec()
+    straight = run(s, data, tokenizer, tmp_path / "straight")
+    killed = tmp_path / "killed"
+    run(s, data, tokenizer, killed, until=6)      # dies after step 6: the last saved state is step 4
+    assert (killed / "work" / "state.pt").exists() and not (killed / "log.parquet").exists()
+    resumed = run(s, data, tokenizer, killed)
+    for step in s.checkpoints:
+        a, b = load_file(straight[step] / "model.safetensors"), load_file(resumed[step] / "model.safetensors")
+        assert a.keys() == b.keys()
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "straight" / "log.parquet"),
+                                  pd.read_parquet(killed / "log.parquet"))
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "straight" / "provenance.parquet"),
+                                  pd.read_parquet(killed / "provenance.parquet"))
+    assert not (killed / "work").exists()
+
+
+def test_state_of_another_config_is_not_resumed(data, tokenizer, tmp_path):
+    run(spec(), data, tokenizer, tmp_path / "a", until=6)
+    other = dataclasses.replace(spec(), lr=2e-2)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "work").rename(tmp_path / "b" / "work")
+    fresh = run(other, data, tokenizer, tmp_path / "b")
+    reference = run(other, data, tokenizer, tmp_path / "c")
+    a, b = load_file(fresh[12] / "model.safetensors"), load_file(reference[12] / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("family,tied", [("olmo", True), ("olmo", False), ("gpt_neox", True), ("gpt_neox", False)])
+def test_exported_checkpoint_loads_and_gives_the_training_logits(family, tied, data, tokenizer, tmp_path):
+    s = spec(family=family, tied=tied, steps=4, checkpoints=(0, 4))
+    ckpts = run(s, data, tokenizer, tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(ckpts[4]).eval()
+    assert (loaded.get_input_embeddings().weight is loaded.get_output_embeddings().weight) == tied
+    state = load_file(ckpts[4] / "model.safetensors")
+    assert (len([k for k in state if "embed" in k or "lm_head" in k]) == 1) == tied
+    model = build(s, "cpu")[0]
+    model.load_state_dict(loaded.state_dict())
+    x, _ = train_batch(data[0], 1, 0, 2, 16)
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids=x).logits, model.eval()(input_ids=x).logits)
+    meta = json.loads((ckpts[4] / "training.json").read_text())
+    assert meta["step"] == 4 and meta["tied"] == tied
+    assert PreTrainedTokenizerFast.from_pretrained(ckpts[4]).eos_token == "t0"
+
+
+def test_variants_of_a_seed_see_the_same_batches_and_differ_across_seeds(data):
+    a, b = train_batch(data[0], 7, 3, 4, 16), train_batch(data[0], 7, 3, 4, 16)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[0][:, 1:], a[1][:, :-1])
+    assert not torch.equal(a[0], train_batch(data[0], 7, 4, 4, 16)[0])
+    assert not torch.equal(a[0], train_batch(data[0], 8, 3, 4, 16)[0])
+
+
+def test_training_lowers_validation_loss_and_logs_provenance(data, tokenizer, tmp_path):
+    s = spec(tied=True, input_grad_scale=5.0, steps=30, checkpoints=(0, 30))
+    run(s, data, tokenizer, tmp_path)
+    log = pd.read_parquet(tmp_path / "log.parquet").dropna(subset=["val_loss"])
+    assert log["val_loss"].iloc[-1] < log["val_loss"].iloc[0] - 0.5
+    prov = pd.read_parquet(tmp_path / "provenance.parquet")
+    assert list(prov["step"]) == list(range(1, 31))
+    np.testing.assert_allclose(prov["g_in"], 5.0 * prov["g_in_raw"], rtol=1e-5)
+    assert prov["out_share"].between(0, 1).all()

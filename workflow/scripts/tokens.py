@@ -1,0 +1,14 @@
+import pandas as pd
+from transformers import AutoTokenizer
+
+from tying.script import run
+from tying.tokens import tokenize_corpus
+
+
+def main(snakemake):
+    tok = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
+    out = snakemake.output
+    tokenize_corpus(pd.read_parquet(snakemake.input.documents), tok, out.train, out.val, out.meta, out.counts)
+
+
+run(snakemake, main)

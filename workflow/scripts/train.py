@@ -1,0 +1,25 @@
+import json
+
+import torch
+from transformers import AutoTokenizer
+
+from tying.script import run
+from tying.tokens import load_ids
+from tying.train import RunSpec, train
+
+
+def main(snakemake):
+    inp, out, params, w = snakemake.input, snakemake.output, snakemake.params, snakemake.wildcards
+    torch.set_num_threads(snakemake.threads)
+    meta = json.loads(open(inp.meta).read())
+    run_params = {**params.run, "checkpoints": tuple(params.run["checkpoints"])}
+    spec = RunSpec(**run_params, seed=int(w.seed), vocab_size=meta["vocab_size"], eos_id=meta["eos_id"])
+    device = params.device if params.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    train(spec, load_ids(inp.train, inp.meta), load_ids(inp.val, inp.meta),
+          AutoTokenizer.from_pretrained(inp.tokenizer), params.work_dir,
+          checkpoint_dirs=dict(zip(spec.checkpoints, out.checkpoints)), log_path=out.log,
+          provenance_path=out.provenance, device=device, name=f"{w.arch}/{w.variant}/seed{w.seed}",
+          log_every=params.log_every)
+
+
+run(snakemake, main)
