@@ -8,6 +8,7 @@ from fsspec.implementations.local import LocalFileSystem
 from safetensors.torch import load_file
 
 from hubfixtures import add_snapshot, build_hub_cache, serve_hub, snapshot_dir, use_hub_cache, use_hub_server
+from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
 from tying.hub import fetch_model
 
@@ -98,6 +99,11 @@ def test_embedding_only_fetch_holds_the_stored_embedding_tensors(hub, tmp_path, 
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         assert (tmp_path / "model" / name).read_bytes() == (snapshot_dir(cache, repo_id, commit) / name).read_bytes()
     assert json.loads((tmp_path / "model" / "source.json").read_text()) == record
+    fetched_embeddings = load_embeddings(tmp_path / "model")
+    stored_embeddings = load_embeddings(snapshot_dir(cache, repo_id, commit))
+    assert fetched_embeddings.tied == stored_embeddings.tied == (len(EXPECTED_TENSORS[repo_id]) == 1)
+    assert torch.equal(fetched_embeddings.input, stored_embeddings.input)
+    assert torch.equal(fetched_embeddings.output, stored_embeddings.output)
     assert record["commit"] == commit and record["embeddings_only"] is True
 
 

@@ -23,19 +23,13 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.file_download import repo_folder_name
 
+from tying.embeddings import LAYOUTS
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.safetensors_ranges import copy_range, header_bytes, read_header
 
-# Input embedding and output projection names of every layout the analyses read
-# (OLMo / Llama / Qwen, GPT-NeoX / Pythia, GPT-Neo / GPT-2).
-EMBEDDING_TENSORS = (
-    "model.embed_tokens.weight",
-    "lm_head.weight",
-    "gpt_neox.embed_in.weight",
-    "embed_out.weight",
-    "transformer.wte.weight",
-)
+# Every input-embedding and output-projection tensor name the embedding reader knows.
+EMBEDDING_TENSORS = tuple(dict.fromkeys(name for layout in LAYOUTS for name in layout))
 CONFIG_FILES = (
     "config.json",
     "generation_config.json",
