@@ -1,0 +1,62 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tying.corpus import build_corpus, split_of
+from tying.errors import PipelineError
+from tying.tokenizer import train_bpe
+from tying.tokens import load_ids, tokenize_corpus
+
+
+@pytest.fixture(scope="module")
+def stdlib_corpus():
+    return build_corpus({"source": "stdlib", "val_fraction": 0.05})
+
+
+def test_stdlib_corpus_is_deterministic_and_split_by_document(stdlib_corpus):
+    again = build_corpus({"source": "stdlib", "val_fraction": 0.05})
+    pd.testing.assert_frame_equal(stdlib_corpus, again)
+    assert 1.5e6 < stdlib_corpus["text"].str.len().sum() < 3e6
+    assert stdlib_corpus["doc_id"].is_unique
+    val = stdlib_corpus["split"] == "val"
+    assert 0.02 < val.mean() < 0.1
+    assert all(split_of(d, 0.05) == s for d, s in zip(stdlib_corpus["doc_id"], stdlib_corpus["split"]))
+
+
+def test_split_depends_on_the_document_alone():
+    ids = [f"doc{i}" for i in range(2000)]
+    first = [split_of(d, 0.1) for d in ids]
+    assert first == [split_of(d, 0.1) for d in reversed(ids)][::-1]
+    assert 0.07 < first.count("val") / len(ids) < 0.13
+
+
+def test_local_sources_and_a_missing_file(tmp_path):
+    (tmp_path / "a.txt").write_text("plain text document")
+    (tmp_path / "b.jsonl").write_text("\n".join(json.dumps({"text": f"line {i}"}) for i in range(50)))
+    pd.DataFrame({"text": [f"row {i}" for i in range(50)]}).to_parquet(tmp_path / "c.parquet")
+    paths = [str(tmp_path / n) for n in ("a.txt", "b.jsonl", "c.parquet")]
+    docs = build_corpus({"source": "local", "paths": paths, "val_fraction": 0.2})
+    assert len(docs) == 101 and set(docs["split"]) == {"train", "val"}
+    with pytest.raises(PipelineError, match="corpus file not found: .*missing.txt"):
+        build_corpus({"source": "local", "paths": [str(tmp_path / "missing.txt")]})
+
+
+def test_tokenizer_round_trips_and_tokens_are_counted(stdlib_corpus, tmp_path):
+    train_text = stdlib_corpus.loc[stdlib_corpus["split"] == "train", "text"]
+    tok = train_bpe(train_text, 512)
+    assert len(tok) == 512
+    sample = stdlib_corpus["text"].iloc[7] + " Ünïcode ✓ tabs\tand\nlines"
+    assert tok.decode(tok(sample)["input_ids"]) == sample
+    small = stdlib_corpus.iloc[:40]
+    out = {k: tmp_path / k for k in ("train.bin", "val.bin", "meta.json", "counts.parquet")}
+    tokenize_corpus(small, tok, *out.values())
+    meta = json.loads(out["meta.json"].read_text())
+    train_ids = load_ids(out["train.bin"], out["meta.json"])
+    assert train_ids.dtype == np.uint16 and len(train_ids) == meta["tokens"]["train"]
+    n_docs = (small["split"] == "train").sum()
+    assert (np.asarray(train_ids) == tok.eos_token_id).sum() == n_docs
+    counts = pd.read_parquet(out["counts.parquet"])
+    assert len(counts) == 512 and counts["count"].sum() == len(train_ids)
+    assert counts.loc[counts["token_id"] == tok.eos_token_id, "count"].item() == n_docs

@@ -1,0 +1,65 @@
+"""The workflow end to end through snakemake, on a micro config in a temporary directory."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
+
+
+def snakemake(workdir, *args, config=None):
+    if config is not None:
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def planned_jobs(result):
+    """rule -> job count from a dry run's job stats."""
+    stats = result.stdout.split("Job stats:")[1].split("Reasons:")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("micro")
+    result = snakemake(workdir, config=MICRO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_micro_config_builds_the_whole_dag(built):
+    ckpt = built / "results/checkpoints/olmo/tied/seed0/step6"
+    assert (ckpt / "model.safetensors").exists() and (ckpt / "config.json").exists()
+    assert (built / "results/train/gpt_neox/untied/seed0/provenance.parquet").exists()
+    assert not list(built.glob("results/train/*/*/*/work"))
+    assert "step 6/6" in (built / "logs/train/olmo/tied/seed0.log").read_text()
+    assert snakemake(built, "-n").stdout.count("Nothing to be done") == 1
+
+
+def test_changing_train_steps_reruns_training_and_nothing_upstream(built):
+    changed = {**MICRO, "train": {**MICRO["train"], "steps": 8}}
+    jobs = planned_jobs(snakemake(built, "-n", config=changed))
+    snakemake(built, "-n", config=MICRO)
+    n_runs = len(MICRO["architectures"]) * len(MICRO["variants"]) * len(MICRO["seeds"])
+    assert jobs["train"] == n_runs
+    assert not {"corpus", "tokenizer", "tokens"} & set(jobs)
+
+
+@pytest.mark.parametrize("section,key,value,message", [
+    ("train", "steps", -5, "train.steps: -5 is less than the minimum of 1"),
+    ("model", "hidden_size", "wide", "model.hidden_size: 'wide' is not of type 'integer'"),
+    ("train", "speed", 3, "train: Additional properties are not allowed ('speed' was unexpected)"),
+    ("train", "checkpoints", [0, 99], "train.checkpoints: [99] exceed train.steps (6)"),
+])
+def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, key, value, message):
+    bad = {**MICRO, section: {**MICRO[section], key: value}}
+    result = snakemake(tmp_path, "-n", config=bad)
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"config error: {message}"
+    assert not (tmp_path / "results").exists()
