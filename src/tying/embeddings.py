@@ -1,0 +1,134 @@
+"""Read a model's token embedding and output matrices straight from its safetensors.
+
+No model is instantiated: only the one or two tensors needed are read, in float32,
+trimmed to the tokenizer's real vocabulary (OLMo pads 50280 rows to 50304).
+"""
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+from tokenizers import Tokenizer
+
+from tying.errors import PipelineError
+
+# (input embedding, output projection) tensor names of each checkpoint layout.
+LAYOUTS = (
+    ("model.embed_tokens.weight", "lm_head.weight"),  # OLMo, Llama, Qwen
+    ("gpt_neox.embed_in.weight", "embed_out.weight"),  # GPT-NeoX, Pythia
+    ("transformer.wte.weight", "lm_head.weight"),  # GPT-Neo, GPT-2
+)
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """A model's embedding matrices over its real vocabulary.
+
+    input, output: (V, d) float32; the same tensor object when `tied`.
+    tokens: V token strings, tokens[i] the string of id i (None for an unused id).
+    """
+
+    input: torch.Tensor
+    output: torch.Tensor
+    tied: bool
+    tokens: tuple
+
+    def select(self, ids):
+        """The rows `ids` (n,) of both matrices, in that order; tying is kept."""
+        ids = torch.as_tensor(ids, dtype=torch.long)
+        inp = self.input[ids]
+        out = inp if self.tied else self.output[ids]
+        return Embeddings(inp, out, self.tied, tuple(self.tokens[i] for i in ids.tolist()))
+
+
+def load_embeddings(model_dir):
+    """Embeddings of the `save_pretrained`-style directory `model_dir`.
+
+    Tied when config.json says `tie_word_embeddings` or no output tensor is stored.
+    """
+    model_dir = Path(model_dir)
+    config = _read_json(model_dir / "config.json")
+    tokens = read_tokens(model_dir / "tokenizer.json")
+    files = _tensor_files(model_dir)
+    for in_name, out_name in LAYOUTS:
+        if in_name in files:
+            break
+    else:
+        raise PipelineError(f"{model_dir}: no known input-embedding tensor ({', '.join(n for n, _ in LAYOUTS)})")
+    tied = bool(config.get("tie_word_embeddings", False)) or out_name not in files
+    if tied and config.get("tie_word_embeddings") is False:
+        raise PipelineError(f"{model_dir}: config says untied but no {out_name} is stored")
+    inp = _read_rows(files[in_name], in_name, len(tokens))
+    out = inp if tied else _read_rows(files[out_name], out_name, len(tokens))
+    return Embeddings(inp, out, tied, tokens)
+
+
+def read_tokens(tokenizer_json):
+    """Token strings by id, (V,) tuple, V = 1 + the largest id (added tokens included)."""
+    if not Path(tokenizer_json).is_file():
+        raise PipelineError(f"missing tokenizer: {tokenizer_json}")
+    vocab = Tokenizer.from_file(str(tokenizer_json)).get_vocab(with_added_tokens=True)
+    tokens = [None] * (max(vocab.values()) + 1)
+    for token, i in vocab.items():
+        tokens[i] = token
+    return tuple(tokens)
+
+
+def shared_tokens(tokens_a, tokens_b):
+    """Row indices of the token strings both vocabularies hold.
+
+    Returns idx_a, idx_b: (n,) long, tokens_a[idx_a[j]] == tokens_b[idx_b[j]], in increasing
+    idx_a order. A string held by several ids counts at its lowest id.
+    """
+    first_b = {}
+    for i, token in enumerate(tokens_b):
+        if token is not None:
+            first_b.setdefault(token, i)
+    pairs, seen = [], set()
+    for i, token in enumerate(tokens_a):
+        if token in first_b and token not in seen:
+            seen.add(token)
+            pairs.append((i, first_b[token]))
+    idx = torch.tensor(pairs, dtype=torch.long).reshape(-1, 2)
+    return idx[:, 0], idx[:, 1]
+
+
+def common_vocabulary(a, b):
+    """`a` and `b` restricted to the token strings they share, rows aligned.
+
+    Returns (a', b', ids): ids (n,) are a's token ids of the rows; a and b come back
+    unchanged when their vocabularies are equal.
+    """
+    if a.tokens == b.tokens:
+        return a, b, torch.arange(len(a.tokens))
+    idx_a, idx_b = shared_tokens(a.tokens, b.tokens)
+    return a.select(idx_a), b.select(idx_b), idx_a
+
+
+def _read_json(path):
+    if not path.is_file():
+        raise PipelineError(f"missing {path}")
+    return json.loads(path.read_text())
+
+
+def _tensor_files(model_dir):
+    """Tensor name -> the safetensors file holding it, for single-file or sharded checkpoints."""
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():
+        return {name: model_dir / shard for name, shard in _read_json(index)["weight_map"].items()}
+    single = model_dir / "model.safetensors"
+    if not single.is_file():
+        raise PipelineError(f"{model_dir}: neither model.safetensors nor model.safetensors.index.json")
+    with safe_open(single, framework="pt") as f:
+        return {name: single for name in f.keys()}
+
+
+def _read_rows(path, name, vocab):
+    """The first `vocab` rows of tensor `name` in `path`, as (vocab, d) float32."""
+    with safe_open(path, framework="pt") as f:
+        tensor = f.get_slice(name)
+        rows = tensor.get_shape()[0]
+        if rows < vocab:
+            raise PipelineError(f"{path}: {name} has {rows} rows, fewer than the tokenizer's {vocab} tokens")
+        return tensor[:vocab].to(torch.float32).contiguous()

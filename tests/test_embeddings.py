@@ -1,0 +1,150 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+
+from tying.embeddings import common_vocabulary, load_embeddings, read_tokens, shared_tokens
+from tying.errors import PipelineError
+
+WORDS = ["[UNK]", "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "far"]
+
+
+def write_tokenizer(path, words, added=()):
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token=words[0]))
+    tok.add_special_tokens(list(added))
+    tok.save(str(path / "tokenizer.json"))
+    (path / "tokenizer_config.json").write_text("{}")
+
+
+def write_model(path, tensors, config, words=WORDS):
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(config))
+    write_tokenizer(path, words)
+    return path
+
+
+def test_olmo_layout_padded_rows_are_trimmed_and_read_as_float32(tmp_path):
+    emb_in, emb_out = torch.randn(16, 4), torch.randn(16, 4)
+    d = write_model(
+        tmp_path / "olmo",
+        {"model.embed_tokens.weight": emb_in.bfloat16(), "lm_head.weight": emb_out.bfloat16()},
+        {"tie_word_embeddings": False},
+    )
+    e = load_embeddings(d)
+    assert not e.tied and e.input is not e.output
+    assert e.input.shape == (10, 4) and e.input.dtype == torch.float32
+    assert torch.equal(e.input, emb_in.bfloat16().float()[:10])
+    assert torch.equal(e.output, emb_out.bfloat16().float()[:10])
+    assert e.tokens == tuple(WORDS)
+
+
+def test_gpt_neox_layout(tmp_path):
+    emb_in, emb_out = torch.randn(12, 3), torch.randn(12, 3)
+    d = write_model(tmp_path / "neox", {"gpt_neox.embed_in.weight": emb_in, "embed_out.weight": emb_out}, {})
+    e = load_embeddings(d)
+    assert not e.tied
+    assert torch.equal(e.input, emb_in[:10]) and torch.equal(e.output, emb_out[:10])
+
+
+def test_gpt_neo_tied_layout_returns_one_tensor(tmp_path):
+    wte = torch.randn(10, 3)
+    d = write_model(tmp_path / "neo", {"transformer.wte.weight": wte}, {"tie_word_embeddings": True})
+    e = load_embeddings(d)
+    assert e.tied and e.input is e.output
+    assert torch.equal(e.input, wte)
+
+
+def test_config_tied_ignores_a_stored_output_copy(tmp_path):
+    d = write_model(
+        tmp_path / "qwen",
+        {"model.embed_tokens.weight": torch.randn(10, 3), "lm_head.weight": torch.randn(10, 3)},
+        {"tie_word_embeddings": True},
+    )
+    e = load_embeddings(d)
+    assert e.tied and e.input is e.output
+
+
+def test_sharded_checkpoint(tmp_path):
+    d = tmp_path / "sharded"
+    d.mkdir()
+    emb_in, emb_out = torch.randn(10, 3), torch.randn(10, 3)
+    save_file({"model.embed_tokens.weight": emb_in, "model.norm.weight": torch.ones(3)}, str(d / "model-00001-of-00002.safetensors"))
+    save_file({"lm_head.weight": emb_out}, str(d / "model-00002-of-00002.safetensors"))
+    weight_map = {
+        "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+        "model.norm.weight": "model-00001-of-00002.safetensors",
+        "lm_head.weight": "model-00002-of-00002.safetensors",
+    }
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (d / "config.json").write_text(json.dumps({"tie_word_embeddings": False}))
+    write_tokenizer(d, WORDS)
+    e = load_embeddings(d)
+    assert torch.equal(e.input, emb_in) and torch.equal(e.output, emb_out)
+
+
+def test_save_pretrained_models_load(tmp_path):
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, OlmoConfig, OlmoForCausalLM
+
+    small = dict(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2)
+    olmo = OlmoForCausalLM(OlmoConfig(tie_word_embeddings=True, **small))
+    neox = GPTNeoXForCausalLM(GPTNeoXConfig(tie_word_embeddings=False, **small))
+    for name, model in (("olmo", olmo), ("neox", neox)):
+        model.save_pretrained(tmp_path / name)
+        write_tokenizer(tmp_path / name, WORDS)
+    e = load_embeddings(tmp_path / "olmo")
+    assert e.tied and e.input is e.output
+    assert torch.allclose(e.input, olmo.get_input_embeddings().weight.detach()[:10])
+    e = load_embeddings(tmp_path / "neox")
+    assert not e.tied
+    assert torch.allclose(e.output, neox.get_output_embeddings().weight.detach()[:10])
+
+
+def test_added_tokens_count_towards_the_vocabulary(tmp_path):
+    write_tokenizer(tmp_path, WORDS, added=["<|endoftext|>"])
+    tokens = read_tokens(tmp_path / "tokenizer.json")
+    assert len(tokens) == 11 and tokens[10] == "<|endoftext|>"
+
+
+def test_shared_tokens_of_two_tokenizers(tmp_path):
+    other = ["[UNK]", "dog", "zebra", "the", "far", "moon"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    write_tokenizer(tmp_path / "a", WORDS)
+    write_tokenizer(tmp_path / "b", other)
+    idx_a, idx_b = shared_tokens(read_tokens(tmp_path / "a" / "tokenizer.json"), read_tokens(tmp_path / "b" / "tokenizer.json"))
+    # [UNK]: 0<->0, the: 1<->3, dog: 4<->1, far: 9<->4, in increasing idx_a.
+    assert idx_a.tolist() == [0, 1, 4, 9]
+    assert idx_b.tolist() == [0, 3, 1, 4]
+
+
+def test_common_vocabulary_keeps_tying_and_reports_ids(tmp_path):
+    a = write_model(tmp_path / "a", {"transformer.wte.weight": torch.randn(10, 3)}, {"tie_word_embeddings": True})
+    b = write_model(
+        tmp_path / "b",
+        {"gpt_neox.embed_in.weight": torch.randn(4, 3), "embed_out.weight": torch.randn(4, 3)},
+        {},
+        words=["[UNK]", "moon", "cat", "the"],
+    )
+    ea, eb = load_embeddings(a), load_embeddings(b)
+    sa, sb, ids = common_vocabulary(ea, eb)
+    assert ids.tolist() == [0, 1, 3]
+    assert sa.tied and sa.input is sa.output and sa.tokens == ("[UNK]", "the", "cat")
+    assert torch.equal(sa.input, ea.input[[0, 1, 3]]) and torch.equal(sb.output, eb.output[[0, 3, 2]])
+
+
+def test_missing_pieces_are_pipeline_errors(tmp_path):
+    with pytest.raises(PipelineError, match="config.json"):
+        load_embeddings(tmp_path)
+    d = write_model(tmp_path / "x", {"some.other.weight": torch.randn(10, 3)}, {})
+    with pytest.raises(PipelineError, match="no known input-embedding"):
+        load_embeddings(d)
+    d = write_model(tmp_path / "y", {"model.embed_tokens.weight": torch.randn(10, 3)}, {"tie_word_embeddings": False})
+    with pytest.raises(PipelineError, match="untied but no lm_head"):
+        load_embeddings(d)
+    d = write_model(tmp_path / "z", {"model.embed_tokens.weight": torch.randn(5, 3)}, {"tie_word_embeddings": True})
+    with pytest.raises(PipelineError, match="fewer than"):
+        load_embeddings(d)
