@@ -98,8 +98,8 @@ def test_scaling_shift_matches_the_papers_arithmetic():
 
 
 def test_claims_table_rows_columns_and_markdown(tmp_path):
-    statistics = claims.claim_statistics(alignment=_alignment())
-    statistics["C3"] = claims.lens_gap(pd.DataFrame({"seed": [0, 1], "kl_gap": [1.5, 2.5]}))
+    lens = pd.DataFrame({"pair": ["main", "main", "family"], "seed": [0, 1, 0], "gap_bits": [1.5, 2.5, 9.0]})
+    statistics = claims.claim_statistics(alignment=_alignment(), lens=lens)
     table = claims.claims_table(statistics)
     assert table["claim"].tolist() == ["C1", "C3"]  # claims without input are omitted
     c1 = table.iloc[0]
