@@ -1,0 +1,169 @@
+"""Tuned lens: per-state affine translators read through the model's frozen readout.
+
+For a model with L blocks, states 0..L are indexed as in `tying.unembed` (0 = embedding
+output, l = output of block l). State l < L has its own translator h -> h + A_l h + b_l
+(A_l, b_l start at zero, so an untrained lens is the logit lens); state L is read as is,
+which reproduces the model's logits (KL 0). All translators are trained together to
+minimise KL(p_final || p_lens); results are mean KL per token in bits.
+"""
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+from tying.errors import PipelineError
+from tying.io import atomic_path
+from tying.unembed import readout, residual_states
+
+class TunedLens(torch.nn.Module):
+    """Affine translators for states 0..n_states-1 of width d; later states pass unchanged."""
+
+    def __init__(self, n_states, d):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(n_states, d, d))
+        self.bias = torch.nn.Parameter(torch.zeros(n_states, d))
+
+    def forward(self, h, state):
+        """Translate state `state`: (..., d) -> (..., d), computed in float32, returned in h's dtype."""
+        if state >= len(self.weight):
+            return h
+        x = h.float()
+        return (x + torch.nn.functional.linear(x, self.weight[state], self.bias[state])).to(h.dtype)
+
+
+def kl_bits(target_logits, lens_logits):
+    """Per-token KL(p_target || p_lens) in bits. (..., V), (..., V) -> (...)."""
+    return _kl_bits(_target(target_logits), lens_logits)
+
+
+def _target(logits):
+    """Target probabilities and their sum p log p: (..., V) -> ((N, V), (N,)), float32."""
+    p = logits.reshape(-1, logits.shape[-1]).float().softmax(-1)
+    return p, torch.special.xlogy(p, p).sum(-1)
+
+
+def _kl_bits(target, lens_logits):
+    """Per-token KL in bits from a `_target` and lens logits: (..., V) -> (...)."""
+    p, neg_entropy = target
+    kl = _KLNats.apply(lens_logits.reshape(p.shape).float(), p, neg_entropy)
+    return (kl / math.log(2)).reshape(lens_logits.shape[:-1])
+
+
+class _KLNats(torch.autograd.Function):
+    """KL(p || softmax(q)) = sum p log p - p.q + logsumexp(q) per row, in nats, clamped at 0.
+
+    Gradient w.r.t. q: softmax(q) - p. Fused by hand: the lens's cost is these (N, V)
+    passes, and autograd's log_softmax route takes about twice as many.
+    """
+
+    @staticmethod
+    def forward(ctx, q, p, neg_entropy):
+        top = q.amax(-1, keepdim=True)
+        e = (q - top).exp_()
+        z = e.sum(-1, keepdim=True)
+        ctx.save_for_backward(e, z, p)
+        lse = (top + z.log()).squeeze(-1)
+        return (neg_entropy - torch.linalg.vecdot(p, q) + lse).clamp_min(0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        e, z, p = ctx.saved_tensors
+        return e.div_(z).sub_(p).mul_(grad[:, None]), None, None
+
+
+def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, seed=0):
+    """Fit a tuned lens to a frozen causal LM on windows drawn at random from `tokens`.
+
+    tokens: flat token ids (np.ndarray or memmap). Adam with linear decay to 0; one
+    backward pass per state keeps only one state's logits in memory at a time.
+    Returns the lens on the model's device, in eval mode.
+    """
+    n_blocks, device = model.config.num_hidden_layers, model.device
+    lens = TunedLens(n_blocks, model.config.hidden_size).to(device)
+    opt = torch.optim.Adam(lens.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / steps)
+    rng = np.random.default_rng(seed)
+    _check_tokens(model, tokens, seq_len)
+    for _ in range(steps):
+        starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
+        states, logits = residual_states(model, _windows(tokens, starts, seq_len, device))
+        target = _target(logits)
+        opt.zero_grad(set_to_none=True)
+        for state in range(n_blocks):
+            _kl_bits(target, readout(model, lens(states[state], state))).mean().backward()
+        opt.step()
+        schedule.step()
+    return lens.eval()
+
+
+@torch.no_grad()
+def evaluate_lens(model, lens, tokens, *, seq_len, batch_size, batches):
+    """Mean KL per token (bits) of the tuned and the logit lens at every state 0..L.
+
+    Reads up to `batches` batches of consecutive non-overlapping windows from the start
+    of `tokens`. Returns a tidy frame: layer (int), lens ("tuned"/"logit"), kl_bits (float).
+    """
+    _check_tokens(model, tokens, seq_len)
+    starts = np.arange(0, len(tokens) - seq_len + 1, seq_len)[: batches * batch_size]
+    totals = {}
+    for i in range(0, len(starts), batch_size):
+        states, logits = residual_states(model, _windows(tokens, starts[i : i + batch_size], seq_len, model.device))
+        target = _target(logits)
+        for layer, h in enumerate(states):
+            for name, read in (("tuned", lens(h, layer)), ("logit", h)):
+                kl = _kl_bits(target, readout(model, read)).sum().item()
+                totals[layer, name] = totals.get((layer, name), 0.0) + kl
+    n_tokens = len(starts) * seq_len
+    rows = [{"layer": layer, "lens": name, "kl_bits": total / n_tokens} for (layer, name), total in totals.items()]
+    return pd.DataFrame(rows).sort_values(["lens", "layer"], ignore_index=True)
+
+
+def save_lens(lens, path):
+    """Write the translators as safetensors (weight (n, d, d), bias (n, d)), atomically."""
+    with atomic_path(path) as tmp:
+        save_file({k: v.detach().float().cpu().contiguous() for k, v in lens.state_dict().items()}, tmp)
+
+
+def load_lens(path, device="cpu"):
+    """Read a lens written by `save_lens`."""
+    if not Path(path).is_file():
+        raise PipelineError(f"lens weights not found: {path}")
+    tensors = load_file(path, device=str(device))
+    lens = TunedLens(*tensors["bias"].shape).to(device)
+    lens.load_state_dict(tensors)
+    return lens.eval()
+
+
+def early_layer_gap(df, lens="tuned"):
+    """Claim C3 statistic: tied minus untied mean KL over each model's early states.
+
+    df: tidy frame with pair, role ("tied"/"untied"), seed, layer (states 0..L), lens,
+    kl_bits. Early states are 0 .. ceil(L/2)-1, the first half of the L states that have
+    a translator. Returns one row per (pair, seed): tied_bits, untied_bits, gap_bits.
+    """
+    d = df[df["lens"] == lens]
+    n_blocks = d.groupby(["pair", "role", "seed"])["layer"].transform("max")
+    early = d[d["layer"] < np.ceil(n_blocks / 2)]
+    means = early.groupby(["pair", "seed", "role"])["kl_bits"].mean().unstack("role")
+    missing = {"tied", "untied"} - set(means.columns)
+    if missing or means.isna().any().any():
+        raise PipelineError(f"early-layer KL gap needs a tied and an untied model for every pair and seed ({lens} lens)")
+    means = means.rename(columns={"tied": "tied_bits", "untied": "untied_bits"})
+    means["gap_bits"] = means["tied_bits"] - means["untied_bits"]
+    return means.reset_index()[["pair", "seed", "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
+
+
+def _check_tokens(model, tokens, seq_len):
+    if len(tokens) < seq_len:
+        raise PipelineError(f"lens needs at least {seq_len} tokens, got {len(tokens)}")
+    vocab = model.get_input_embeddings().num_embeddings
+    if int(tokens.max()) >= vocab:
+        raise PipelineError(f"token id {int(tokens.max())} is outside the model's vocabulary of {vocab}")
+
+
+def _windows(tokens, starts, seq_len, device):
+    """Token windows tokens[s : s + seq_len] for each start: -> (len(starts), seq_len) int64."""
+    return torch.from_numpy(np.stack([np.asarray(tokens[s : s + seq_len], dtype=np.int64) for s in starts])).to(device)

@@ -1,0 +1,70 @@
+"""A causal LM's frozen readout (final norm, then unembedding) and the residual states it reads.
+
+State indexing, used across the lens code: for a model with L blocks, state 0 is the
+embedding output, state l (1 <= l <= L) is the output of block l, all *before* the final
+norm. transformers' `hidden_states[-1]` is already normed in every supported family, so
+state L is taken from the final norm's input instead; the readout of state L is then
+exactly the model's logits.
+"""
+import torch
+from transformers import AutoModelForCausalLM
+
+from tying.errors import PipelineError
+
+FINAL_NORM = {  # config.model_type -> the final norm's module path
+    "olmo": "model.norm",
+    "llama": "model.norm",
+    "qwen3": "model.norm",
+    "gpt_neox": "gpt_neox.final_layer_norm",
+    "gpt2": "transformer.ln_f",
+    "gpt_neo": "transformer.ln_f",
+}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def frozen_model(path, *, device="cpu", dtype="float32"):
+    """Load a `save_pretrained` directory as an eval-mode causal LM with no trainable parameters.
+
+    device: "cpu", "cuda" or "auto" (CUDA when present); dtype: "float32" or "bfloat16".
+    """
+    if dtype not in DTYPES:
+        raise PipelineError(f"lens dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
+    except (OSError, ValueError) as err:
+        raise PipelineError(f"cannot load a causal LM from {path}: {err}") from err
+    final_norm(model)  # fail early on an unsupported family
+    return model.to(device).eval().requires_grad_(False)
+
+
+def final_norm(model):
+    """The norm applied to the last residual state before the unembedding."""
+    kind = model.config.model_type
+    if kind not in FINAL_NORM:
+        raise PipelineError(f"no lens readout for model type {kind!r}; supported: {sorted(FINAL_NORM)}")
+    return model.get_submodule(FINAL_NORM[kind])
+
+
+def readout(model, h):
+    """Logits the model's own final norm and unembedding give a residual state.
+
+    h: (..., d) -> (..., V), in the model's dtype.
+    """
+    return model.get_output_embeddings()(final_norm(model)(h))
+
+
+@torch.no_grad()
+def residual_states(model, input_ids):
+    """Residual states 0..L and the model's logits for a batch of token ids.
+
+    input_ids: (B, T) -> (list of L + 1 tensors (B, T, d), logits (B, T, V)).
+    """
+    captured = []
+    hook = final_norm(model).register_forward_pre_hook(lambda module, args: captured.append(args[0]))
+    try:
+        out = model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+    finally:
+        hook.remove()
+    return [*out.hidden_states[:-1], captured[-1]], out.logits

@@ -1,0 +1,170 @@
+"""Tuned lens: readout per family, state indexing, KL in bits, training, C3 statistic, figure."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import transformers as tf
+
+from tying.errors import PipelineError
+from tying.figures.kl_by_layer import plot_kl_by_layer
+from tying.lens import TunedLens, early_layer_gap, evaluate_lens, kl_bits, load_lens, save_lens, train_lens
+from tying.unembed import frozen_model, readout, residual_states
+
+V, D, SEQ = 64, 32, 16
+TINY = {
+    "olmo": lambda: tf.OlmoConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, max_position_embeddings=SEQ),
+    "gpt_neox": lambda: tf.GPTNeoXConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
+                                         intermediate_size=64, max_position_embeddings=SEQ),
+    "gpt2": lambda: tf.GPT2Config(vocab_size=V, n_embd=D, n_layer=2, n_head=4, n_positions=SEQ),
+    "gpt_neo": lambda: tf.GPTNeoConfig(vocab_size=V, hidden_size=D, num_layers=2, num_heads=4, window_size=8,
+                                       attention_types=[[["global", "local"], 1]], max_position_embeddings=SEQ),
+    "llama": lambda: tf.LlamaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
+                                    num_key_value_heads=2, intermediate_size=64, max_position_embeddings=SEQ),
+    "qwen3": lambda: tf.Qwen3Config(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
+                                    num_key_value_heads=2, head_dim=8, intermediate_size=64, max_position_embeddings=SEQ),
+}
+
+
+def tiny_model(family, **overrides):
+    torch.manual_seed(0)
+    config = TINY[family]()
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return tf.AutoModelForCausalLM.from_config(config).eval().requires_grad_(False)
+
+
+def markov_tokens(n, seed):
+    """Each token has two likely successors, so a model's layers have structure to expose."""
+    rng = np.random.default_rng(seed)
+    successors = np.random.default_rng(0).integers(0, V, size=(V, 2))
+    out = np.zeros(n, dtype=np.uint16)
+    pick = rng.random(n) < 0.8
+    for i in range(1, n):
+        out[i] = successors[out[i - 1], 0 if pick[i] else 1]
+    return out
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_final_state_readout_reproduces_model_logits(family):
+    model = tiny_model(family)
+    ids = torch.randint(0, V, (2, SEQ))
+    states, logits = residual_states(model, ids)
+    assert len(states) == model.config.num_hidden_layers + 1
+    assert torch.equal(readout(model, states[-1]), logits)
+    assert kl_bits(logits, readout(model, states[-1])).abs().max() < 1e-5
+    # transformers' own last hidden state is already normed: reading it again would not match.
+    assert not torch.allclose(states[-1], model(ids, output_hidden_states=True).hidden_states[-1])
+
+
+def test_kl_is_in_bits():
+    p = torch.tensor([[0.0, -math.inf], [0.0, 0.0], [0.0, 0.0]])  # (1, 0), (.5, .5), (.5, .5)
+    q = torch.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, math.log(3)]])  # (.5, .5), (.5, .5), (.25, .75)
+    expected = torch.tensor([1.0, 0.0, 0.5 * 1 + 0.5 * math.log2(0.5 / 0.75)])
+    torch.testing.assert_close(kl_bits(p, q), expected)
+
+
+def test_kl_gradient_matches_autograd_reference():
+    torch.manual_seed(0)
+    target, q = torch.randn(5, 7, 11), torch.randn(5, 7, 11, requires_grad=True)
+    (grad,) = torch.autograd.grad((kl_bits(target, q) * torch.arange(7.0)).sum(), q)
+    log_p = target.log_softmax(-1)
+    reference = (log_p.exp() * (log_p - q.log_softmax(-1))).sum(-1) / math.log(2)
+    (expected,) = torch.autograd.grad((reference * torch.arange(7.0)).sum(), q)
+    torch.testing.assert_close(grad, expected)
+
+
+def test_untrained_tuned_lens_equals_logit_lens():
+    model = tiny_model("olmo", initializer_range=0.3)
+    lens = TunedLens(model.config.num_hidden_layers, D)
+    frame = evaluate_lens(model, lens, markov_tokens(400, 1), seq_len=SEQ, batch_size=4, batches=2)
+    wide = frame.pivot(index="layer", columns="lens", values="kl_bits")
+    assert list(wide.index) == [0, 1, 2]
+    assert (wide["tuned"] == wide["logit"]).all()
+    assert (wide["logit"].iloc[:-1] > 0.01).all() and wide["logit"].iloc[-1] < 1e-5
+
+
+def test_state_l_is_read_with_translator_l():
+    model = tiny_model("gpt_neox")
+    lens = TunedLens(model.config.num_hidden_layers, D)
+    with torch.no_grad():
+        lens.bias[1] = 3 * torch.randn(D)
+    frame = evaluate_lens(model, lens, markov_tokens(200, 1), seq_len=SEQ, batch_size=4, batches=1)
+    wide = frame.pivot(index="layer", columns="lens", values="kl_bits")
+    changed = (wide["tuned"] - wide["logit"]).abs() > 1e-4
+    assert changed.tolist() == [False, True, False]
+
+
+def test_training_lowers_early_kl_below_logit_lens():
+    model = tiny_model("olmo", initializer_range=0.3)
+    lens = train_lens(model, markov_tokens(20_000, 1), seq_len=SEQ, steps=60, batch_size=8, lr=0.03)
+    frame = evaluate_lens(model, lens, markov_tokens(2_000, 2), seq_len=SEQ, batch_size=8, batches=4)
+    wide = frame.pivot(index="layer", columns="lens", values="kl_bits")
+    assert wide.loc[0, "tuned"] < 0.7 * wide.loc[0, "logit"]
+    assert wide.loc[1, "tuned"] < wide.loc[1, "logit"]
+    assert wide.loc[2, "tuned"] == wide.loc[2, "logit"] < 1e-5
+
+
+def test_lens_weights_round_trip(tmp_path):
+    lens = TunedLens(3, 4)
+    with torch.no_grad():
+        lens.weight.normal_()
+        lens.bias.normal_()
+    save_lens(lens, tmp_path / "lens.safetensors")
+    loaded = load_lens(tmp_path / "lens.safetensors")
+    assert torch.equal(loaded.weight, lens.weight) and torch.equal(loaded.bias, lens.bias)
+    with pytest.raises(PipelineError):
+        load_lens(tmp_path / "missing.safetensors")
+
+
+def test_frozen_model_loads_saved_directory(tmp_path):
+    tiny_model("qwen3").save_pretrained(tmp_path / "qwen3")
+    model = frozen_model(tmp_path / "qwen3", dtype="bfloat16")
+    assert model.dtype == torch.bfloat16 and not model.training
+    assert not any(p.requires_grad for p in model.parameters())
+    with pytest.raises(PipelineError):
+        frozen_model(tmp_path / "qwen3", dtype="float8")
+    with pytest.raises(PipelineError):
+        frozen_model(tmp_path / "absent")
+
+
+def test_unsupported_family_and_bad_tokens_are_pipeline_errors():
+    torch.manual_seed(0)
+    config = tf.MistralConfig(vocab_size=V, hidden_size=D, num_hidden_layers=1, num_attention_heads=4,
+                              num_key_value_heads=2, intermediate_size=64)
+    with pytest.raises(PipelineError, match="mistral"):
+        residual_states(tf.AutoModelForCausalLM.from_config(config), torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(PipelineError, match="vocabulary"):
+        train_lens(tiny_model("olmo"), np.full(100, V, dtype=np.uint16), seq_len=SEQ, steps=1, batch_size=1, lr=0.1)
+
+
+def kl_frame(n_blocks, tied, untied, seeds=(0, 1)):
+    """A tidy frame where each role has the given tuned-lens KL at states 0..n_blocks."""
+    rows = [
+        {"pair": "olmo", "role": role, "seed": seed, "layer": layer, "lens": lens, "kl_bits": kl + seed + (lens == "logit")}
+        for role, values in (("tied", tied), ("untied", untied))
+        for seed in seeds
+        for lens in ("tuned", "logit")
+        for layer, kl in zip(range(n_blocks + 1), values, strict=True)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_early_layer_gap_averages_first_half_of_translated_states():
+    # 3 blocks: early states are 0 and 1; 4 blocks: also 0 and 1.
+    three = early_layer_gap(kl_frame(3, tied=[6, 4, 100, 0], untied=[3, 1, -100, 0]))
+    assert three["gap_bits"].tolist() == [3.0, 3.0]
+    assert three["tied_bits"].tolist() == [5.0, 6.0] and three["seed"].tolist() == [0, 1]
+    four = early_layer_gap(kl_frame(4, tied=[2, 2, 9, 9, 0], untied=[1, 0, 0, 0, 0]), lens="logit")
+    assert four["gap_bits"].tolist() == [1.5, 1.5]
+    with pytest.raises(PipelineError):
+        early_layer_gap(kl_frame(3, tied=[1, 1, 1, 0], untied=[1, 1, 1, 0]).query("role == 'tied'"))
+
+
+def test_kl_by_layer_figure_writes_a_pdf(tmp_path):
+    frame = kl_frame(3, tied=[6, 4, 2, 0], untied=[3, 2, 1, 0], seeds=(0, 1, 2))
+    plot_kl_by_layer(frame, tmp_path / "kl.pdf", title="OLMo pair")
+    data = (tmp_path / "kl.pdf").read_bytes()
+    assert data.startswith(b"%PDF") and len(data) > 2000
