@@ -84,7 +84,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, seed=0):
     n_blocks, device = model.config.num_hidden_layers, model.device
     lens = TunedLens(n_blocks, model.config.hidden_size).to(device)
     opt = torch.optim.Adam(lens.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / steps)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / max(steps, 1))
     rng = np.random.default_rng(seed)
     _check_tokens(model, tokens, seq_len)
     for _ in range(steps):
