@@ -9,6 +9,9 @@ include: "workflow/rules/corpus.smk"
 include: "workflow/rules/tokenizer.smk"
 include: "workflow/rules/tokens.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/tables.smk"
 
 
 rule all:

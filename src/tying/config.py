@@ -25,6 +25,36 @@ def check(config, schema_path):
         if dims["hidden_size"] % dims["heads"]:
             raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
                                 f"of heads {dims['heads']}")
+    _check_pairs(config)
+
+
+def _check_pairs(config):
+    """Cross-references the schema cannot state: names that must exist, steps that must be exported."""
+    pairs, steps = config.get("pairs", {}), set(config["train"]["checkpoints"])
+    for name, pair in pairs.items():
+        for role in ("tied", "untied"):
+            ref = pair.get(role)
+            if ref and "arch" in ref:
+                if ref["arch"] not in config["architectures"]:
+                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r}")
+                if ref["variant"] not in config["variants"]:
+                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r}")
+                if config["variants"][ref["variant"]]["tied"] != (role == "tied"):
+                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not {role}")
+        for variant in pair.get("scaled", []):
+            if not config["variants"].get(variant, {}).get("tied"):
+                raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant")
+        if pair.get("step") is not None and pair["step"] not in steps:
+            raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints")
+    wanted = [(f"figures.{k}", v) for k, v in config.get("figures", {}).items()]
+    for key, value in config.get("tables", {}).items():
+        wanted += [(f"tables.{key}", v) for v in (value if isinstance(value, list) else [value])]
+    for key, pair in wanted:
+        if pair not in pairs:
+            raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
+    if "table6" in config.get("tables", {}) and config["analysis"]["early_step"] not in steps:
+        raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
+                            "train.checkpoints")
 
 
 def model_dims(config, arch):

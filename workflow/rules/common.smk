@@ -23,5 +23,103 @@ def checkpoint_dir(arch, variant, seed, step):
 
 
 def all_targets():
-    """Every target the config enables."""
-    return expand(rules.train.output.log, arch=config["architectures"], variant=config["variants"], seed=SEEDS)
+    """Every figure and table the config enables."""
+    tables = config.get("tables", {})
+    targets = [f"figures/{fig}.pdf" for fig in config.get("figures", {})]
+    targets += [f"results/tables/{t}.{ext}" for t in tables if t != "claims" for ext in ("csv", "md")]
+    if "claims" in tables:
+        targets += ["results/tables/claims.parquet", "results/tables/claims.md"]
+    return targets
+
+
+# --- Model references and pairs ------------------------------------------------------------
+PAIRS = config.get("pairs", {})
+FINAL_STEP = CHECKPOINT_STEPS[-1]
+
+
+def is_trained(ref):
+    """True for a run the pipeline trains, False for a released hub model."""
+    return "arch" in ref
+
+
+def hub_dir(repo, revision, full=False):
+    """Local copy of a hub model at a revision: only its embeddings, or (`full`) every weight."""
+    return f"results/hub/{'full' if full else 'embeddings'}/{repo}/{revision}"
+
+
+def model_dir(ref, seed, step, full=False):
+    """The save_pretrained-style directory a reference resolves to."""
+    if is_trained(ref):
+        return checkpoint_dir(ref["arch"], ref["variant"], seed, step)
+    return hub_dir(ref["hub"], ref.get("revision", "main"), full)
+
+
+def pair_seeds(pair):
+    """Seeds of a pair: its own list, else all seeds; a hub pair has one (0)."""
+    p = PAIRS[pair]
+    return p.get("seeds", SEEDS) if is_trained(p["untied"]) else [0]
+
+
+def pair_step(pair):
+    """The step a pair is compared at (hub pairs: 0, a label only)."""
+    p = PAIRS[pair]
+    return p.get("step", FINAL_STEP) if is_trained(p["untied"]) else 0
+
+
+def pair_models(pair, seed, step=None, full=False):
+    """{role: directory} of a pair's tied and untied models at `step` (default the pair's step)."""
+    step = pair_step(pair) if step is None else step
+    p = PAIRS[pair]
+    return {role: model_dir(p[role], seed, step, full) for role in ("tied", "untied") if role in p}
+
+
+def evolution_models(pair, seed):
+    """{step: directory} of the checkpoints of a pair's untied model, in step order."""
+    ref = PAIRS[pair]["untied"]
+    if is_trained(ref):
+        return {s: model_dir(ref, seed, s) for s in CHECKPOINT_STEPS}
+    revisions = PAIRS[pair]["evolution"]
+    return {int(s): hub_dir(ref["hub"], revisions[s]) for s in sorted(revisions, key=int)}
+
+
+def scaled_models(pair, seed, step):
+    """{variant: directory} of the pair's tied run and its input-scaled variants at `step`."""
+    p = PAIRS[pair]
+    variants = [p["tied"]["variant"], *p.get("scaled", [])]
+    return {v: model_dir({**p["tied"], "variant": v}, seed, step) for v in variants}
+
+
+def trained_runs(pairs):
+    """(arch, variant, seed) of every run the given pairs train, scaled variants included."""
+    runs = []
+    for pair in pairs:
+        p = PAIRS[pair]
+        refs = [p[r] for r in ("tied", "untied") if r in p and is_trained(p[r])]
+        if "tied" in p and is_trained(p["tied"]):
+            refs += [{**p["tied"], "variant": v} for v in p.get("scaled", [])]
+        runs += [(r["arch"], r["variant"], s) for r in refs for s in pair_seeds(pair)]
+    return sorted(set(runs))
+
+
+def per_seed(path, pair):
+    """A per-seed metric path pattern expanded over the pair's seeds."""
+    return expand(path, pair=pair, seed=pair_seeds(pair))
+
+
+def scaling_steps():
+    """Steps of Tables 2 (the last) and 6 (analysis.early_step), as enabled."""
+    tables = config.get("tables", {})
+    steps = ([config["analysis"]["early_step"]] if "table6" in tables else []) + (
+        [FINAL_STEP] if "table2" in tables or "claims" in tables else []
+    )
+    return sorted(set(steps))
+
+
+def claims_inputs(wildcards):
+    """Per-seed metric files of the claims pair, by claim_statistics argument name."""
+    pair = config["tables"]["claims"]
+    metrics = {"alignment": rules.alignment, "knn": rules.knn, "evolution": rules.evolution,
+               "grad_flow": rules.grad_flow, "norm_freq": rules.norm_freq, "scaling": rules.scaling}
+    if not is_trained(PAIRS[pair]["untied"]):
+        metrics = {k: v for k, v in metrics.items() if k in ("alignment", "knn", "evolution")}
+    return {name: per_seed(rule.output[0], pair) for name, rule in metrics.items()}

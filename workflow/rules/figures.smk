@@ -1,0 +1,80 @@
+# One rule per paper figure: tidy metric Parquet in, vector PDF out.
+
+
+rule fig1:
+    input:
+        lambda w: per_seed(rules.alignment.output[0], config["figures"]["fig1"]),
+    output:
+        report("figures/fig1.pdf", caption="../report/fig1.rst", category="Figures"),
+    params:
+        pair=lambda w: config["figures"]["fig1"],
+    log:
+        "logs/figures/fig1.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig_evolution:
+    input:
+        lambda w: per_seed(rules.evolution.output[0], config["figures"][w.fig]),
+    output:
+        report("figures/{fig}.pdf", caption="../report/{fig}.rst", category="Figures"),
+    params:
+        pair=lambda w: config["figures"][w.fig],
+    log:
+        "logs/figures/{fig}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    wildcard_constraints:
+        fig="fig3|fig8|fig9",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig4:
+    input:
+        lambda w: per_seed(rules.grad_flow.output[0], config["figures"]["fig4"]),
+    output:
+        report("figures/fig4.pdf", caption="../report/fig4.rst", category="Figures"),
+    params:
+        pair=lambda w: config["figures"]["fig4"],
+    log:
+        "logs/figures/fig4.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig5:
+    input:
+        lambda w: per_seed(rules.norm_freq.output[0], config["figures"]["fig5"]),
+    output:
+        report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
+    params:
+        pair=lambda w: config["figures"]["fig5"],
+        bins_per_decade=config["analysis"]["norm_bins_per_decade"],
+    log:
+        "logs/figures/fig5.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/figure.py"

@@ -1,0 +1,161 @@
+# One rule per metric; each writes tidy Parquet per (pair, seed) under results/metrics/.
+
+
+rule alignment:
+    input:
+        unpack(lambda w: pair_models(w.pair, int(w.seed))),
+    output:
+        "results/metrics/alignment/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
+    log:
+        "logs/metrics/alignment/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/alignment/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_alignment.py"
+
+
+rule knn:
+    input:
+        unpack(lambda w: pair_models(w.pair, int(w.seed))),
+    output:
+        "results/metrics/knn/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
+        k=config["analysis"]["knn_k"],
+        approximate=config["analysis"]["knn_approximate"],
+    log:
+        "logs/metrics/knn/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/knn/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_knn.py"
+
+
+rule scaling:
+    input:
+        untied=lambda w: [pair_models(w.pair, int(w.seed), s)["untied"] for s in scaling_steps()],
+        tied=lambda w: [d for s in scaling_steps() for d in scaled_models(w.pair, int(w.seed), s).values()],
+    output:
+        "results/metrics/scaling/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        steps=lambda w: scaling_steps(),
+        variants=lambda w: list(scaled_models(w.pair, int(w.seed), FINAL_STEP)),
+    log:
+        "logs/metrics/scaling/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/scaling/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_scaling.py"
+
+
+rule evolution:
+    input:
+        checkpoints=lambda w: list(evolution_models(w.pair, int(w.seed)).values()),
+    output:
+        "results/metrics/evolution/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"run": w.pair, "seed": int(w.seed)},
+        steps=lambda w: list(evolution_models(w.pair, int(w.seed))),
+    log:
+        "logs/metrics/evolution/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/evolution/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_evolution.py"
+
+
+rule grad_flow:
+    input:
+        provenance=lambda w: expand(
+            rules.train.output.provenance, **PAIRS[w.pair]["tied"], seed=w.seed
+        ),
+    output:
+        "results/metrics/grad_flow/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "variant": PAIRS[w.pair]["tied"]["variant"]},
+        steps=config["analysis"]["grad_flow_steps"],
+    log:
+        "logs/metrics/grad_flow/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/grad_flow/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_grad_flow.py"
+
+
+rule norm_freq:
+    input:
+        unpack(lambda w: pair_models(w.pair, int(w.seed))),
+        counts=rules.tokens.output.counts,
+    output:
+        "results/metrics/norm_freq/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+    log:
+        "logs/metrics/norm_freq/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/norm_freq/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_norm_freq.py"
+
+
+rule loss:
+    input:
+        logs=lambda w: [
+            expand(rules.train.output.log, arch=a, variant=v, seed=s)[0]
+            for a, v, s in trained_runs(config["tables"]["table7"])
+        ],
+    output:
+        "results/metrics/loss.parquet",
+    params:
+        runs=lambda w: trained_runs(config["tables"]["table7"]),
+    log:
+        "logs/metrics/loss.log",
+    benchmark:
+        "results/benchmarks/metrics/loss.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_loss.py"

@@ -1,0 +1,118 @@
+# One rule per paper table (CSV + Markdown), and the claims table with verdicts.
+
+
+rule table1:
+    input:
+        lambda w: [f for p in config["tables"]["table1"] for f in per_seed(rules.alignment.output[0], p)],
+    output:
+        csv="results/tables/table1.csv",
+        md="results/tables/table1.md",
+    log:
+        "logs/tables/table1.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/table.py"
+
+
+rule table2:
+    input:
+        lambda w: per_seed(rules.scaling.output[0], config["tables"]["table2"]),
+    output:
+        csv="results/tables/table2.csv",
+        md="results/tables/table2.md",
+    params:
+        step=FINAL_STEP,
+    log:
+        "logs/tables/table2.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/table.py"
+
+
+rule table5:
+    input:
+        lambda w: [f for p in config["tables"]["table5"] for f in per_seed(rules.knn.output[0], p)],
+    output:
+        csv="results/tables/table5.csv",
+        md="results/tables/table5.md",
+    log:
+        "logs/tables/table5.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/table.py"
+
+
+rule table6:
+    input:
+        lambda w: per_seed(rules.scaling.output[0], config["tables"]["table6"]),
+    output:
+        csv="results/tables/table6.csv",
+        md="results/tables/table6.md",
+    params:
+        step=config["analysis"]["early_step"],
+    log:
+        "logs/tables/table6.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/table.py"
+
+
+rule table7:
+    input:
+        rules.loss.output[0],
+    output:
+        csv="results/tables/table7.csv",
+        md="results/tables/table7.md",
+    log:
+        "logs/tables/table7.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/table.py"
+
+
+rule claims:
+    input:
+        unpack(claims_inputs),
+    output:
+        parquet="results/tables/claims.parquet",
+        md="results/tables/claims.md",
+    params:
+        pair=config.get("tables", {}).get("claims"),
+        k=config["analysis"]["knn_k"],
+        grad_flow_steps=config["analysis"]["grad_flow_steps"],
+        scaled_variant=config["analysis"]["scaled_variant"],
+    log:
+        "logs/tables/claims.log",
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/claims.py"

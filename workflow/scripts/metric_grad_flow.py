@@ -1,0 +1,14 @@
+import pandas as pd
+
+from tying.grad_flow import grad_flow_frame
+from tying.io import write_parquet
+from tying.script import run
+from tying.tidy import with_ids
+
+
+def main(snakemake):
+    frame = grad_flow_frame(pd.read_parquet(snakemake.input.provenance[0]), snakemake.params.steps)
+    write_parquet(with_ids(frame, snakemake.params.ids), snakemake.output[0])
+
+
+run(snakemake, main)
