@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from tying.distributed import LOCAL
 from tying.grad_provenance import GradientTap
 from tying.io import atomic_path, write_parquet
 from tying.models import build_model, init_seed, model_config
@@ -144,19 +145,21 @@ class Progress:
 
 
 def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log_path, provenance_path,
-          device="cpu", name="run", log_every=50, until=None):
+          device="cpu", name="run", log_every=50, until=None, group=LOCAL):
     """Train `spec`, resuming from `work_dir` when a state with the same fingerprint is there.
 
     Every step in spec.checkpoints is exported to checkpoint_dirs[step]; the per-step log
     (loss, lr, validation loss at checkpoints) goes to `log_path` and the gradient provenance
     (input- and output-path norms; for tied runs the exact split of the shared gradient) to
     `provenance_path`. With `until`, stop after that step leaving the resumable state
-    (as a killed job would) and write no outputs.
+    (as a killed job would) and write no outputs. Under a `tying.distributed.Ranks` group each
+    rank trains on its slice of every batch and rank 0 alone evaluates and writes.
     """
     transformers.utils.logging.disable_progress_bar()
     work_dir = Path(work_dir)
     state_path, staging = work_dir / "state.pt", work_dir / "exports"
     model, tap, opt, sched = build(spec, device)
+    forward = group.wrap(tap)
     val = eval_batches(val_ids, spec.eval_batches, spec.batch_size, spec.seq_len)
     log, provenance, start = [], [], 0
     if state_path.exists():
@@ -168,15 +171,17 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
             torch.set_rng_state(state["rng"])
             log, provenance, start = state["log"], state["provenance"], state["step"]
             print(f"[{name}] resuming from step {start}", file=sys.stderr, flush=True)
-    if start == 0:
+    group.barrier()  # every rank has read the state before rank 0 may replace it
+    if start == 0 and group.is_main:
         shutil.rmtree(work_dir, ignore_errors=True)
         _checkpoint(spec, model, opt, sched, tokenizer, val, device, 0, log, provenance, state_path, staging)
 
     progress = Progress(name, spec, log_every, start)
     for step in range(start + 1, (until or spec.steps) + 1):
-        x, y = train_batch(train_ids, step, spec.seed, spec.batch_size, spec.seq_len)
-        loss = lm_loss(tap(input_ids=x.to(device)).logits, y.to(device))
+        x, y = group.shard(train_batch(train_ids, step, spec.seed, spec.batch_size, spec.seq_len))
+        loss = lm_loss(forward(input_ids=x.to(device)).logits, y.to(device))
         loss.backward()
+        loss = group.average(loss, tap)
         provenance.append({"step": step, "loss": loss.item(), **tap.norms(),
                            "input_grad_scale": spec.input_grad_scale})
         torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
@@ -184,10 +189,11 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        progress(step, loss.item())
-        if step in spec.checkpoints:
+        if group.is_main:
+            progress(step, loss.item())
+        if step in spec.checkpoints and group.is_main:
             _checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging)
-    if until is not None and until < spec.steps:
+    if until is not None and until < spec.steps or not group.is_main:
         return
 
     for step in spec.checkpoints:
