@@ -10,6 +10,7 @@ include: "workflow/rules/tokenizer.smk"
 include: "workflow/rules/tokens.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/metrics.smk"
+include: "workflow/rules/lens.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/tables.smk"
 

@@ -122,4 +122,19 @@ def claims_inputs(wildcards):
                "grad_flow": rules.grad_flow, "norm_freq": rules.norm_freq, "scaling": rules.scaling}
     if not is_trained(PAIRS[pair]["untied"]):
         metrics = {k: v for k, v in metrics.items() if k in ("alignment", "knn", "evolution")}
-    return {name: per_seed(rule.output[0], pair) for name, rule in metrics.items()}
+    return {name: per_seed(rule.output[0], pair) for name, rule in metrics.items()} | {"lens": lens_metrics(pair)}
+
+
+def lens_inputs(pair, role, seed):
+    """A lens job's inputs: the full model and token arrays in its tokenizer's ids."""
+    return {"model": pair_models(pair, seed, full=True)[role], **lens_tokens(pair, role)}
+
+
+def lens_tokens(pair, role):
+    """Train/validation token arrays for a pair's model (trained pairs share the pipeline's tokens)."""
+    return {k: rules.tokens.output[k] for k in ("train", "val", "meta")}
+
+
+def lens_metrics(pair):
+    """Per-seed lens metric files of both models of a pair."""
+    return expand(rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(pair))

@@ -1,0 +1,47 @@
+# Tuned lens per model of a pair (Figures 2, 6, 7; claim C3).
+
+
+rule lens:
+    input:
+        unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
+    output:
+        metric="results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
+        weights="results/lens/{pair}/{role}/seed{seed}.safetensors",
+    params:
+        ids=lambda w: {"pair": w.pair, "role": w.role, "seed": int(w.seed)},
+        lens=config["lens"],
+    log:
+        "logs/lens/{pair}/{role}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/lens/{pair}/{role}/seed{seed}.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    threads: config["lens"]["threads"]
+    wildcard_constraints:
+        role="tied|untied",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/lens.py"
+
+
+rule fig_lens:
+    input:
+        lambda w: lens_metrics(config["figures"][w.fig]),
+    output:
+        report("figures/{fig}.pdf", caption="../report/{fig}.rst", category="Figures"),
+    params:
+        pair=lambda w: config["figures"][w.fig],
+    log:
+        "logs/figures/{fig}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    wildcard_constraints:
+        fig="fig2|fig6|fig7",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/figure.py"

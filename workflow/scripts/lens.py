@@ -1,0 +1,23 @@
+import torch
+
+from tying.io import write_parquet
+from tying.lens import evaluate_lens, save_lens, train_lens
+from tying.script import run
+from tying.tidy import with_ids
+from tying.tokens import load_ids
+from tying.unembed import frozen_model
+
+
+def main(snakemake):
+    inp, out, cfg = snakemake.input, snakemake.output, snakemake.params.lens
+    torch.set_num_threads(snakemake.threads)
+    model = frozen_model(inp.model, device=cfg["device"], dtype=cfg["dtype"])
+    lens = train_lens(model, load_ids(inp.train, inp.meta), seq_len=cfg["seq_len"], steps=cfg["steps"],
+                      batch_size=cfg["batch_size"], lr=cfg["lr"], seed=snakemake.params.ids["seed"])
+    frame = evaluate_lens(model, lens, load_ids(inp.val, inp.meta), seq_len=cfg["seq_len"],
+                          batch_size=cfg["batch_size"], batches=cfg["eval_batches"])
+    save_lens(lens, out.weights)
+    write_parquet(with_ids(frame, snakemake.params.ids), out.metric)
+
+
+run(snakemake, main)
