@@ -63,3 +63,14 @@ def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, ke
     assert result.returncode != 0
     assert result.stderr.strip() == f"config error: {message}"
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("target,expected", [
+    ("figures/fig1.pdf", {"corpus": 1, "tokenizer": 1, "tokens": 1, "train": 2, "alignment": 1, "fig1": 1}),
+    ("figures/fig2.pdf", {"corpus": 1, "tokenizer": 1, "tokens": 1, "train": 2, "lens": 2, "fig_lens": 1}),
+    ("figures/fig4.pdf", {"corpus": 1, "tokenizer": 1, "tokens": 1, "train": 1, "grad_flow": 1, "fig4": 1}),
+])
+def test_a_figure_target_plans_only_what_it_needs(tmp_path, target, expected):
+    result = snakemake(tmp_path, "-n", target, config=MICRO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert planned_jobs(result) == expected
