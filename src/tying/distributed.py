@@ -53,7 +53,7 @@ class Ranks:
         """DDP around the tapped forward pass; called like the tap: forward(input_ids=...)."""
         device = tap.model.device
         return DistributedDataParallel(_Tapped(tap), device_ids=[device.index] if device.type == "cuda" else None,
-                                       broadcast_buffers=False)
+                                       forward_sync_buffers=False)
 
     def shard(self, batch):
         """This rank's rows of a global (inputs, targets) batch: (B / world, T) each."""

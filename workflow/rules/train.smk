@@ -16,6 +16,7 @@ rule train:
         work_dir=lambda w: f"results/train/{w.arch}/{w.variant}/seed{w.seed}/work",
         log_every=config["train"]["log_every"],
         device=config["train"]["device"],
+        nproc=config["train"]["nproc"],
     log:
         "logs/train/{arch}/{variant}/seed{seed}.log",
     benchmark:
@@ -23,6 +24,7 @@ rule train:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=config["train"]["nproc"] if config["train"]["device"] == "cuda" else 0,
     threads: config["train"]["threads"]
     wildcard_constraints:
         seed=r"\d+",
