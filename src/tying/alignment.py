@@ -32,9 +32,9 @@ def row_cosines(a, b, eps=1e-12):
     return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp_min(eps)
 
 
-def column_means(x):
-    """(V, d) -> (d,) float64 column means."""
-    return x.sum(0, dtype=torch.float64) / x.shape[0]
+def column_means(x, chunk=CHUNK):
+    """(V, d) -> (d,) float64 column means (float32 sums of row chunks, added in float64)."""
+    return sum(x[start:start + chunk].sum(0).double() for start in range(0, x.shape[0], chunk)) / x.shape[0]
 
 
 def centred_products(mats, means, pairs, chunk=CHUNK):
@@ -89,14 +89,19 @@ def mapped_cosines(source, target, maps, mean_s, mean_t, chunk=CHUNK):
 
     source: (V, d_s); target: (V, d_t); maps: {name: None (identity) or (d_s, d_t) matrix
     applied as S @ matrix}; mean_s, mean_t: column means. Returns {name: (V,) float32}.
+    The fitted maps are applied as one stacked (d_s, n * d_t) product per row chunk.
     """
-    maps = {name: None if m is None else m.float() for name, m in maps.items()}
+    fitted = [name for name, m in maps.items() if m is not None]
+    stacked = torch.cat([maps[name] for name in fitted], dim=1).float() if fitted else None
     out = {name: [] for name in maps}
     for start in range(0, source.shape[0], chunk):
         s = source[start:start + chunk] - mean_s.float()
         t = target[start:start + chunk] - mean_t.float()
-        for name, m in maps.items():
-            out[name].append(row_cosines(s if m is None else s @ m, t))
+        t_norm = t.norm(dim=1)
+        mapped = dict(zip(fitted, (s @ stacked).split(t.shape[1], dim=1))) if fitted else {}
+        for name in maps:
+            a = mapped.get(name, s)
+            out[name].append(torch.linalg.vecdot(a, t) / (a.norm(dim=1) * t_norm).clamp_min(1e-12))
     return {name: torch.cat(parts) for name, parts in out.items()}
 
 

@@ -1,0 +1,142 @@
+"""Speed and memory of the embedding-geometry analyses at paper scale (issue 3).
+
+Writes a synthetic untied and tied checkpoint pair (V x d fp32 safetensors laid out like
+OLMo, padded rows included) to a temporary directory, then times, against the targets:
+Table 1 + Figure 1 (<= 30 s), exact KNN@k over three matrices (<= 1.2 x the GEMM lower
+bound 3 * 2 V^2 d / peak), approximate KNN (<= 60 s, overlaps within 0.005 of exact),
+peak RSS (<= 4 GB). The matrices are low-rank-plus-noise with clustered tokens, the tied
+and untied output sharing most structure, the untied input less.
+
+    .venv/bin/python benchmarks/analysis_bench.py                 # paper scale, ~5 min
+    .venv/bin/python benchmarks/analysis_bench.py --vocab 8192 --dim 512
+"""
+import argparse
+import json
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+
+from tying.alignment import alignment_frame
+from tying.embeddings import load_embeddings
+from tying.knn_overlap import knn_frame
+
+PAD_ROWS = 24  # OLMo: 50280 real tokens padded to 50304 rows
+
+
+def rss_gb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+
+def gemm_peak(n=2048, repeats=10):
+    """fp32 GEMM GFLOP/s of an n x n matmul, best of `repeats`."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    out = torch.empty(n, n)
+    torch.mm(a, b, out=out)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b, out=out)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def synthetic_matrices(vocab, dim, seed=0):
+    """input_u, output_u, tied (vocab, dim): clustered latents of decaying spectrum + noise."""
+    g = torch.Generator().manual_seed(seed)
+    rank = min(512, dim)
+    scales = torch.arange(1, rank + 1).float() ** -0.5
+    clusters = max(vocab // 25, 2)
+
+    def latent(labels):
+        centres = torch.randn(clusters, rank, generator=g)
+        return (centres[labels] + 0.6 * torch.randn(vocab, rank, generator=g)) * scales
+
+    def embed(z, noise):
+        x = z @ torch.randn(rank, dim, generator=g)
+        return x.add_(torch.randn(vocab, dim, generator=g), alpha=noise * x.norm(dim=1).mean().item() / dim**0.5)
+
+    labels = torch.randint(clusters, (vocab,), generator=g)
+    shared = latent(labels)
+    tied = embed(shared, 0.7)
+    output_u = embed(shared + 0.5 * latent(labels), 0.7)
+    other = torch.randint(clusters, (vocab,), generator=g)
+    input_u = embed(shared + 0.7 * latent(other), 0.8)
+    return input_u, output_u, tied
+
+
+def write_checkpoint(path, tensors, tied, vocab):
+    path.mkdir(parents=True)
+    padded = {name: torch.cat([t, torch.zeros(PAD_ROWS, t.shape[1])]) for name, t in tensors.items()}
+    save_file(padded, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps({"model_type": "olmo", "tie_word_embeddings": tied}))
+    Tokenizer(WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t0")).save(str(path / "tokenizer.json"))
+
+
+def timed(label, fn):
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    print(f"{label}: {seconds:.1f} s (peak RSS {rss_gb():.2f} GB)", flush=True)
+    return result, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vocab", type=int, default=50304)
+    parser.add_argument("--dim", type=int, default=2048)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--sketch-dim", type=int, default=256)
+    parser.add_argument("--candidates", type=int, default=64)
+    parser.add_argument("--skip-exact", action="store_true", help="skip exact KNN (minutes at paper scale)")
+    args = parser.parse_args()
+    v, d = args.vocab, args.dim
+    print(f"V={v} d={d} threads={torch.get_num_threads()} load average {os.getloadavg()[0]:.1f}", flush=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        input_u, output_u, tied = synthetic_matrices(v, d)
+        write_checkpoint(Path(tmp, "untied"), {"model.embed_tokens.weight": input_u, "lm_head.weight": output_u}, False, v)
+        write_checkpoint(Path(tmp, "tied"), {"model.embed_tokens.weight": tied}, True, v)
+        del input_u, output_u, tied
+        print(f"synthetic checkpoints written (peak RSS {rss_gb():.2f} GB)", flush=True)
+        (untied_e, tied_e), _ = timed("load", lambda: (load_embeddings(Path(tmp, "untied")), load_embeddings(Path(tmp, "tied"))))
+
+    peak = gemm_peak()
+    print(f"fp32 GEMM peak (2048^3): {peak:.0f} GFLOP/s", flush=True)
+
+    def table1_and_figure1():
+        frame = alignment_frame(untied_e, tied_e)
+        means = frame.groupby(["comparison", "map"], sort=False)["cosine"].mean().unstack()
+        linear = frame[frame["map"] == "linear"]
+        hists = {c: np.histogram(g["cosine"], bins=50, range=(-1, 1))[0] for c, g in linear.groupby("comparison")}
+        return means, hists
+
+    (means, _), align_s = timed("Table 1 + Figure 1 (3 maps x 3 comparisons)", table1_and_figure1)
+    print(means.round(3).to_string())
+    print(f"  target <= 30 s: {'ok' if align_s <= 30 else 'MISSED'}")
+
+    options = dict(sketch_dim=args.sketch_dim, candidates=args.candidates)
+    approx, approx_s = timed(f"approximate KNN@{args.k} (sketch {args.sketch_dim}, {args.candidates} candidates)",
+                             lambda: knn_frame(untied_e, tied_e, ks=(args.k,), approximate=True, **options))
+    print(approx.round(4).to_string())
+    print(f"  target <= 60 s: {'ok' if approx_s <= 60 else 'MISSED'}")
+
+    if not args.skip_exact:
+        exact, exact_s = timed(f"exact KNN@{args.k}", lambda: knn_frame(untied_e, tied_e, ks=(args.k,)))
+        print(exact.round(4).to_string())
+        bound = 3 * 2 * v**2 * d / (peak * 1e9)
+        print(f"  lower bound 3*2*V^2*d/peak = {bound:.1f} s; ratio {exact_s / bound:.2f} (target <= 1.2)")
+        diff = (exact["overlap"] - approx["overlap"]).abs().max()
+        print(f"  approximate vs exact: max |overlap diff| = {diff:.4f} (target <= 0.005)")
+    print(f"peak RSS: {rss_gb():.2f} GB (target <= 4 GB)")
+
+
+if __name__ == "__main__":
+    main()
