@@ -1,0 +1,92 @@
+"""Snakemake overhead: the no-op time of an up-to-date target and the DAG-building time of a config.
+Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/dag_bench.py [--config configs/paper.yaml] [--workdir DIR] [--repeats 3]
+
+No-op: builds tests/micro.yaml in --workdir (a temporary directory unless given; a given one is
+reused, so a second run skips the build), then times `snakemake figures/fig1.pdf` and
+`snakemake all` with everything up to date. Goal: at most 3 s each. For scale it also times an
+empty workflow: snakemake's own start-up (imports, plugin discovery), which no workflow can beat.
+DAG: times `snakemake -n all` for --config (default configs/paper.yaml when it exists, else
+config.yaml) in an empty directory, so every job of that config is planned.
+"""
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def snakemake(workdir, config, *args, snakefile=ROOT / "Snakefile"):
+    """Run snakemake on `snakefile` in `workdir`; (seconds, completed process)."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir),
+           "--configfile", str(config), "--cores", "2", *args]
+    t = time.perf_counter()
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    if result.returncode:
+        sys.exit(f"snakemake {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+    return seconds, result
+
+
+def timed(workdir, config, repeats, *args, **kwargs):
+    """Median seconds of `repeats` runs, and the last run's output."""
+    runs = [snakemake(workdir, config, *args, **kwargs) for _ in range(repeats)]
+    return statistics.median(s for s, _ in runs), runs[-1][1]
+
+
+def start_up(repeats):
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "Snakefile").write_text("rule all:\n    input: []\n")
+        (tmp / "config.yaml").write_text("{}\n")
+        median, _ = timed(tmp, tmp / "config.yaml", repeats, snakefile=tmp / "Snakefile")
+    print(f"snakemake start-up (empty workflow): {median:.2f} s (median of {repeats})")
+
+
+def no_op(workdir, repeats):
+    config = workdir / "config.yaml"
+    config.write_text((ROOT / "tests" / "micro.yaml").read_text())
+    seconds, _ = snakemake(workdir, config)
+    print(f"micro build (or check, when already built): {seconds:.1f} s")
+    for target in ("figures/fig1.pdf", "all"):
+        median, result = timed(workdir, config, repeats, target)
+        done = "Nothing to be done" in result.stdout + result.stderr
+        print(f"no-op `snakemake {target}`: {median:.2f} s (median of {repeats}; "
+              f"{'nothing to be done' if done else 'JOBS RAN: not up to date'}; goal <= 3 s)")
+
+
+def dag(config, repeats):
+    with tempfile.TemporaryDirectory() as empty:
+        median, result = timed(Path(empty), config, repeats, "-n", "--quiet", "rules", "all")
+    seeds = yaml.safe_load(config.read_text())["seeds"]
+    jobs = next(int(line.split()[-1]) for line in result.stdout.splitlines() if line.startswith("total"))
+    print(f"DAG of {config.relative_to(ROOT) if config.is_relative_to(ROOT) else config} "
+          f"({len(seeds)} seeds, {jobs} jobs): `snakemake -n all` {median:.2f} s (median of {repeats})")
+
+
+def main():
+    paper = ROOT / "configs" / "paper.yaml"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=paper if paper.exists() else ROOT / "config.yaml")
+    parser.add_argument("--workdir", type=Path, help="micro build directory to create or reuse")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    start_up(args.repeats)
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        no_op(args.workdir.resolve(), args.repeats)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            no_op(Path(tmp), args.repeats)
+    dag(args.config.resolve(), args.repeats)
+
+
+if __name__ == "__main__":
+    main()
