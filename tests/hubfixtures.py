@@ -35,10 +35,10 @@ VOCAB = 64
 SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
 
 
-def _olmo(seed):
+def _olmo(seed, tied=False):
     # Wide MLP: the embeddings are a small minority of the weights.
     config = OlmoConfig(**SMALL, hidden_size=32, intermediate_size=256, num_hidden_layers=2,
-                        num_attention_heads=4, tie_word_embeddings=False)
+                        num_attention_heads=4, tie_word_embeddings=tied)
     return _seeded(OlmoForCausalLM, config, seed)
 
 
@@ -73,6 +73,7 @@ REPOS = {
         "step0": (_olmo, 0, {}),
         "step1000": (_olmo, 1, {}),
     },
+    "test-org/olmo-tied": {"main": (lambda seed: _olmo(seed, tied=True), 6, {})},
     "test-org/pythia": {"main": (_pythia, 2, {})},
     "test-org/gpt-neo": {"main": (_gpt_neo, 3, {})},
     "test-org/qwen3-tied": {"main": (lambda seed: _qwen3(32, True, seed), 4, {})},
@@ -83,11 +84,12 @@ REPOS = {
 
 
 def tiny_tokenizer():
-    """A word-level fast tokenizer over VOCAB tokens ('[UNK]', 't1', ...)."""
+    """A word-level fast tokenizer over VOCAB tokens ('[UNK]', 't1', ...); '[UNK]' (id 0) doubles as
+    end of text, as the models' eos_token_id says."""
     vocab = {"[UNK]": 0, **{f"t{i}": i for i in range(1, VOCAB)}}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]")
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", eos_token="[UNK]")
 
 
 def add_snapshot(cache_dir, repo_id, revision, model_dir):

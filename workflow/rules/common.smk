@@ -122,7 +122,14 @@ def claims_inputs(wildcards):
                "grad_flow": rules.grad_flow, "norm_freq": rules.norm_freq, "scaling": rules.scaling}
     if not is_trained(PAIRS[pair]["untied"]):
         metrics = {k: v for k, v in metrics.items() if k in ("alignment", "knn", "evolution")}
-    return {name: per_seed(rule.output[0], pair) for name, rule in metrics.items()} | {"lens": lens_metrics(pair)}
+    inputs = {name: per_seed(rule.output[0], pair) for name, rule in metrics.items()} | {"lens": lens_metrics(pair)}
+    paper_scale = config["analysis"].get("paper_scale_claims")
+    return inputs | ({"paper_scale": paper_scale} if paper_scale else {})
+
+
+def claims_at_paper_scale():
+    """True when the claims pair is released checkpoints: its own numbers are the paper-scale ones."""
+    return not is_trained(PAIRS[config["tables"]["claims"]]["untied"])
 
 
 def lens_inputs(pair, role, seed):
@@ -131,8 +138,13 @@ def lens_inputs(pair, role, seed):
 
 
 def lens_tokens(pair, role):
-    """Train/validation token arrays for a pair's model (trained pairs share the pipeline's tokens)."""
-    return {k: rules.tokens.output[k] for k in ("train", "val", "meta")}
+    """Train/validation token arrays for a pair's model: the pipeline's tokens for a trained run,
+    the corpus in the model's own tokenizer for a hub model."""
+    ref, keys = PAIRS[pair][role], ("train", "val", "meta")
+    if is_trained(ref):
+        return {k: rules.tokens.output[k] for k in keys}
+    return {k: expand(rules.hub_tokens.output[k], repo=ref["hub"], revision=ref.get("revision", "main"))[0]
+            for k in keys}
 
 
 def lens_metrics(pair):

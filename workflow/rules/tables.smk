@@ -106,6 +106,7 @@ rule claims:
         k=config["analysis"]["knn_k"],
         grad_flow_steps=config["analysis"]["grad_flow_steps"],
         scaled_variant=config["analysis"]["scaled_variant"],
+        at_paper_scale=lambda w: claims_at_paper_scale(),
     log:
         "logs/tables/claims.log",
     resources:

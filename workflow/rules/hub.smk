@@ -1,0 +1,75 @@
+# Released checkpoints from the Hugging Face hub at pinned revisions (paper-scale mode).
+# hub_embeddings and hub_model are the workflow's only jobs that touch the network (besides a
+# corpus or tokenizer taken from the hub): on a cluster they run on the submitting host
+# (localrules), and each holds resource `network=1`, so `--resources network=2` caps parallel
+# downloads. Building the DAG (and a dry run) never calls the hub: paths come from the config.
+
+localrules:
+    hub_embeddings,
+    hub_model,
+
+
+rule hub_embeddings:
+    output:
+        directory(hub_dir("{repo}", "{revision}")),
+    params:
+        embeddings_only=True,
+    log:
+        "logs/hub/embeddings/{repo}/{revision}.log",
+    resources:
+        network=1,
+        runtime=60,
+    threads: 1
+    wildcard_constraints:
+        repo=r"[^/]+/[^/]+",
+        revision=r"[^/]+",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/hub_fetch.py"
+
+
+rule hub_model:
+    output:
+        directory(hub_dir("{repo}", "{revision}", full=True)),
+    params:
+        embeddings_only=False,
+    log:
+        "logs/hub/full/{repo}/{revision}.log",
+    resources:
+        network=1,
+        runtime=240,
+    threads: 1
+    wildcard_constraints:
+        repo=r"[^/]+/[^/]+",
+        revision=r"[^/]+",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/hub_fetch.py"
+
+
+rule hub_tokens:
+    input:
+        documents=rules.corpus.output.documents,
+        model=rules.hub_model.output[0],
+    output:
+        train="results/hub/tokens/{repo}/{revision}/train.bin",
+        val="results/hub/tokens/{repo}/{revision}/val.bin",
+        meta="results/hub/tokens/{repo}/{revision}/meta.json",
+        counts="results/hub/tokens/{repo}/{revision}/counts.parquet",
+    log:
+        "logs/hub/tokens/{repo}/{revision}.log",
+    benchmark:
+        "results/benchmarks/hub/tokens/{repo}/{revision}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: 1
+    wildcard_constraints:
+        repo=r"[^/]+/[^/]+",
+        revision=r"[^/]+",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/hub_tokens.py"
