@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 import torch
 from huggingface_hub import constants
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import ByteLevelBPETokenizer, Tokenizer, models, pre_tokenizers
 from transformers import (
     GPTNeoConfig,
     GPTNeoForCausalLM,
@@ -131,6 +131,20 @@ def build_hub_cache(cache_dir):
     set_ref(cache_dir, "test-org/olmo-untied", "main", commits["test-org/olmo-untied"]["step1000"])
     commits["test-org/olmo-untied"]["main"] = commits["test-org/olmo-untied"]["step1000"]
     return commits
+
+
+def add_vocab_files_repo(cache_dir, repo_id="test-org/gpt-neo-vocab-files"):
+    """Store a tied GPT-Neo whose tokenizer is only vocab.json + merges.txt, no tokenizer.json (as
+    EleutherAI/gpt-neo-2.7B ships it), as `repo_id` at "main"; returns the commit hash."""
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(["the cat sat on the mat"] * 50, vocab_size=300, special_tokens=["<|endoftext|>"],
+                            show_progress=False)
+    config = GPTNeoConfig(**{**SMALL, "vocab_size": bpe.get_vocab_size()}, hidden_size=32, num_layers=2,
+                          num_heads=4, attention_types=[[["global", "local"], 1]], window_size=16)
+    with tempfile.TemporaryDirectory() as model_dir:
+        _seeded(GPTNeoForCausalLM, config, 7).save_pretrained(model_dir)
+        bpe.save_model(model_dir)
+        return add_snapshot(cache_dir, repo_id, "main", model_dir)
 
 
 def snapshot_dir(cache_dir, repo_id, commit):

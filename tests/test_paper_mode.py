@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from hubfixtures import build_hub_cache
+from hubfixtures import add_vocab_files_repo, build_hub_cache
+from tying.embeddings import load_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
@@ -57,6 +58,7 @@ def hub_env(tmp_path_factory):
     """Subprocess environment working offline from a fake hub cache, and a local corpus of fake-vocabulary text."""
     root = tmp_path_factory.mktemp("paper-hub")
     build_hub_cache(root / "cache")
+    add_vocab_files_repo(root / "cache")
     rng = np.random.default_rng(0)
     docs = [{"text": " ".join(f"t{i}" for i in rng.integers(1, 64, size=120))} for _ in range(24)]
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
@@ -141,6 +143,16 @@ def test_unknown_revision_fails_its_fetch_in_one_line_and_builds_nothing_downstr
     assert f"error: {line}" in result.stderr
     assert not (tmp_path / "results/hub/embeddings/test-org/olmo-untied/step999").exists()
     assert not (tmp_path / "results/metrics").exists() and not (tmp_path / "figures").exists()
+
+
+def test_a_model_without_tokenizer_json_gets_one_built_at_fetch_time(hub_env, tmp_path):
+    env, corpus = hub_env
+    fetched = tmp_path / "results/hub/embeddings/test-org/gpt-neo-vocab-files/main"
+    result = snakemake(tmp_path, fake_paper_config(corpus), env, str(fetched.relative_to(tmp_path)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    embeddings = load_embeddings(fetched)  # reads tokenizer.json
+    assert embeddings.tied and embeddings.input.shape == (269, 32)
+    assert embeddings.tokens[0] == "<|endoftext|>" and {"vocab.json", "merges.txt"} <= {p.name for p in fetched.iterdir()}
 
 
 def test_paper_config_dry_run_plans_every_fetch_and_analysis_without_the_hub(tmp_path):
