@@ -5,6 +5,8 @@ matrix B; overlap = |N_A ∩ N_B| / k, averaged over tokens. Needs no map, so it
 across hidden sizes. Neighbour lists are computed once per matrix and shared by every
 comparison that uses it.
 """
+import warnings
+
 import pandas as pd
 import torch
 
@@ -41,13 +43,14 @@ def nearest_neighbours(x, k, chunk=CHUNK):
     return out
 
 
-def approximate_neighbours(x, k, sketch_dim=256, candidates=64, power_iters=2, seed=0, chunk=CHUNK, rerank_chunk=128):
+def approximate_neighbours(x, k, sketch_dim=256, candidates=64, power_iters=2, seed=0, chunk=CHUNK):
     """Approximate k nearest neighbours by cosine, itself excluded.
 
     Sketch: the unit rows projected onto `sketch_dim` directions found by a random Gaussian
     projection refined by `power_iters` subspace iterations (randomized PCA: the projection
     that best keeps the rows' inner products). Candidates: each row's `candidates` largest
-    sketch inner products; they are re-ranked by their exact cosine.
+    sketch inner products; they are re-ranked by their exact cosine, computed only for those
+    pairs (a sampled sparse product, no gathered copies of the rows).
     x: (V, d). Returns (V, k) long, ordered most to least similar.
     """
     xn = unit_rows(x)
@@ -61,13 +64,16 @@ def approximate_neighbours(x, k, sketch_dim=256, candidates=64, power_iters=2, s
     buf = torch.empty(min(chunk, v), v)
     for start in range(0, v, chunk):
         rows = sketch[start:start + chunk]
-        sims = torch.mm(rows, sketch.T, out=buf[: rows.shape[0]])
-        cand = _top_excluding_self(sims, start, candidates)
-        for sub in range(0, cand.shape[0], rerank_chunk):
-            c = cand[sub:sub + rerank_chunk]
-            query = xn[start + sub:start + sub + c.shape[0]]
-            exact = torch.bmm(xn[c], query.unsqueeze(2)).squeeze(2)
-            out[start + sub:start + sub + c.shape[0]] = c.gather(1, exact.topk(k, dim=1).indices)
+        n = rows.shape[0]
+        cand = _top_excluding_self(torch.mm(rows, sketch.T, out=buf[:n]), start, candidates).sort(dim=1).values
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            pattern = torch.sparse_csr_tensor(
+                torch.arange(0, n * candidates + 1, candidates), cand.flatten(), torch.zeros(n * candidates),
+                size=(n, v), check_invariants=False,
+            )
+            exact = torch.sparse.sampled_addmm(pattern, xn[start:start + n], xn.T).values().view(n, candidates)
+        out[start:start + n] = cand.gather(1, exact.topk(k, dim=1).indices)
     return out
 
 
@@ -82,7 +88,7 @@ def knn_frame(untied, tied, ks=(10,), approximate=False, **options):
 
     Pairs with different tokenizers are compared on their shared token strings. Neighbours
     are found once per matrix at max(ks) and truncated for smaller k. `approximate` selects
-    approximate_neighbours (options: sketch_dim, candidates, seed); else exact.
+    approximate_neighbours (options: sketch_dim, candidates, power_iters, seed); else exact.
     Returns columns comparison, k, overlap.
     """
     untied, tied, _ = common_vocabulary(untied, tied)
