@@ -4,6 +4,9 @@
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/corpus.smk"
 include: "workflow/rules/tokenizer.smk"

@@ -24,7 +24,7 @@ rule fig_evolution:
     input:
         lambda w: per_seed(rules.evolution.output[0], config["figures"][w.fig]),
     output:
-        report("figures/{fig}.pdf", caption="../report/{fig}.rst", category="Figures"),
+        report("figures/{fig}.pdf", caption="../report/evolution.rst", category="Figures"),
     params:
         pair=lambda w: config["figures"][w.fig],
     log:

@@ -30,7 +30,7 @@ rule fig_lens:
     input:
         lambda w: lens_metrics(config["figures"][w.fig]),
     output:
-        report("figures/{fig}.pdf", caption="../report/{fig}.rst", category="Figures"),
+        report("figures/{fig}.pdf", caption="../report/lens.rst", category="Figures"),
     params:
         pair=lambda w: config["figures"][w.fig],
     log:

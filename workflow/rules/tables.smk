@@ -5,7 +5,7 @@ rule table1:
     input:
         lambda w: [f for p in config["tables"]["table1"] for f in per_seed(rules.alignment.output[0], p)],
     output:
-        csv="results/tables/table1.csv",
+        csv=report("results/tables/table1.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table1.md",
     log:
         "logs/tables/table1.log",
@@ -23,7 +23,7 @@ rule table2:
     input:
         lambda w: per_seed(rules.scaling.output[0], config["tables"]["table2"]),
     output:
-        csv="results/tables/table2.csv",
+        csv=report("results/tables/table2.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table2.md",
     params:
         step=FINAL_STEP,
@@ -43,7 +43,7 @@ rule table5:
     input:
         lambda w: [f for p in config["tables"]["table5"] for f in per_seed(rules.knn.output[0], p)],
     output:
-        csv="results/tables/table5.csv",
+        csv=report("results/tables/table5.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table5.md",
     log:
         "logs/tables/table5.log",
@@ -61,7 +61,7 @@ rule table6:
     input:
         lambda w: per_seed(rules.scaling.output[0], config["tables"]["table6"]),
     output:
-        csv="results/tables/table6.csv",
+        csv=report("results/tables/table6.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table6.md",
     params:
         step=config["analysis"]["early_step"],
@@ -81,7 +81,7 @@ rule table7:
     input:
         rules.loss.output[0],
     output:
-        csv="results/tables/table7.csv",
+        csv=report("results/tables/table7.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table7.md",
     log:
         "logs/tables/table7.log",
@@ -100,7 +100,7 @@ rule claims:
         unpack(claims_inputs),
     output:
         parquet="results/tables/claims.parquet",
-        md="results/tables/claims.md",
+        md=report("results/tables/claims.md", caption="../report/claims.rst", category="Tables"),
     params:
         pair=config.get("tables", {}).get("claims"),
         k=config["analysis"]["knn_k"],
