@@ -1,7 +1,10 @@
 # Weight tying biases token embeddings towards the output space: the reproduction workflow.
 # `snakemake --cores 2 all` builds every figure and table the config enables.
 
-configfile: "config.yaml"
+# A --configfile (e.g. configs/paper.yaml) replaces the default config instead of merging into it.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"

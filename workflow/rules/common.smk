@@ -122,7 +122,7 @@ def claims_inputs(wildcards):
                "grad_flow": rules.grad_flow, "norm_freq": rules.norm_freq, "scaling": rules.scaling}
     if not is_trained(PAIRS[pair]["untied"]):
         metrics = {k: v for k, v in metrics.items() if k in ("alignment", "knn", "evolution")}
-    inputs = {name: per_seed(rule.output[0], pair) for name, rule in metrics.items()} | {"lens": lens_metrics(pair)}
+    inputs = {name: per_seed(r.output[0], pair) for name, r in metrics.items()} | {"lens": lens_metrics(pair)}
     paper_scale = config["analysis"].get("paper_scale_claims")
     return inputs | ({"paper_scale": paper_scale} if paper_scale else {})
 
