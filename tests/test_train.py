@@ -106,3 +106,21 @@ def test_training_lowers_validation_loss_and_logs_provenance(data, tokenizer, tm
     assert list(prov["step"]) == list(range(1, 31))
     np.testing.assert_allclose(prov["g_in"], 5.0 * prov["g_in_raw"], rtol=1e-5)
     assert prov["out_share"].between(0, 1).all()
+
+
+def test_gradient_accumulation_matches_one_pass(data, tokenizer, tmp_path):
+    """Four micro-batches per step give the losses, provenance and weights of one full batch."""
+    one = run(spec(input_grad_scale=5.0), data, tokenizer, tmp_path / "one")
+    four = run(spec(input_grad_scale=5.0, grad_accum=4), data, tokenizer, tmp_path / "four")
+    for name in ("log.parquet", "provenance.parquet"):
+        a, b = (pd.read_parquet(tmp_path / d / name) for d in ("one", "four"))
+        pd.testing.assert_frame_equal(a, b, rtol=1e-5, atol=1e-7)
+    a, b = load_file(one[12] / "model.safetensors"), load_file(four[12] / "model.safetensors")
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+def test_bfloat16_autocast_trains_with_fp32_weights(data, tokenizer, tmp_path):
+    ckpts = run(spec(dtype="bfloat16", steps=20, checkpoints=(0, 20)), data, tokenizer, tmp_path)
+    log = pd.read_parquet(tmp_path / "log.parquet").dropna(subset=["val_loss"])
+    assert log["val_loss"].iloc[-1] < log["val_loss"].iloc[0] - 0.3
+    assert all(t.dtype == torch.float32 for t in load_file(ckpts[20] / "model.safetensors").values())

@@ -17,6 +17,9 @@ def check(config, schema_path):
         key = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise PipelineError(f"{key}: {error.message}") from None
     train = config["train"]
+    if train["batch_size"] % (train["nproc"] * train["grad_accum"]):
+        raise PipelineError(f"train.batch_size: {train['batch_size']} is not a multiple of train.nproc x "
+                            f"train.grad_accum ({train['nproc']} x {train['grad_accum']})")
     late = sorted(s for s in train["checkpoints"] if s > train["steps"])
     if late:
         raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({train['steps']})")
@@ -67,7 +70,8 @@ def run_params(config, arch, variant):
     """Everything from the config that determines one training run's weights (RunSpec fields
     but seed and vocabulary); as a rule's params, a change to any of them reruns the job."""
     train, var = config["train"], config["variants"][variant]
-    keys = ("steps", "batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches")
+    keys = ("steps", "batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
+            "grad_accum", "dtype")
     return {"family": config["architectures"][arch]["family"], **model_dims(config, arch), "tied": var["tied"],
             "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
             "checkpoints": sorted(train["checkpoints"]), **{k: train[k] for k in keys}}

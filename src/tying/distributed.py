@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import nullcontext
 
 import torch
 import torch.distributed as dist
@@ -34,6 +35,9 @@ class Local:
 
     def average(self, loss, tap):
         return loss
+
+    def accumulating(self, forward):
+        return nullcontext()
 
     def barrier(self):
         pass
@@ -64,17 +68,20 @@ class Ranks:
         """Full-batch values from this rank's: the loss and the tap's path gradients become their
         means over ranks (in place), the proxy the norm of the whole batch's embedding-output
         gradient. Returns the global loss (0-d tensor)."""
-        stats = torch.stack([loss.detach().double(), torch.tensor(tap.proxy ** 2, dtype=torch.float64,
+        stats = torch.stack([loss.detach().double(), torch.tensor(tap.proxy_sq, dtype=torch.float64,
                                                                    device=loss.device)])
         works = [dist.all_reduce(t, async_op=True) for t in (stats, tap.g_in_raw, tap.g_out)]
         for work in works:
             work.wait()
         tap.g_in_raw /= self.world
         tap.g_out /= self.world
-        tap.g_in = tap.g_in_raw if tap.scale == 1.0 else tap.g_in_raw * tap.scale
         # each rank's loss is the mean over 1/world of the tokens: its gradient is world x its share
-        tap.proxy = stats[1].sqrt().item() / self.world
+        tap.proxy_sq = stats[1].item() / self.world ** 2
         return stats[0] / self.world
+
+    def accumulating(self, forward):
+        """Skip the gradient all-reduce during the micro-batches before a step's last."""
+        return forward.no_sync()
 
     def barrier(self):
         dist.barrier()

@@ -17,17 +17,31 @@ from tying.models import embedding_names
 class GradientTap:
     """Runs `model` so that each backward pass records the input- and output-path gradients.
 
-    After `loss.backward()`: `g_in_raw`, `g_in` (= input_grad_scale * g_in_raw) and `g_out` are
-    (V, d) tensors, and `proxy` is ||dL/d(embedding output)||, the paper code's stand-in for the
-    input side. Untied models are tapped the same way (their two matrices' gradients).
+    After the backward passes of one step: `g_in_raw`, `g_in` (= input_grad_scale * g_in_raw)
+    and `g_out` are (V, d) tensors, and `proxy` is ||dL/d(embedding output)||, the paper code's
+    stand-in for the input side. Backward passes accumulate (gradient accumulation) until
+    `reset()`. Untied models are tapped the same way (their two matrices' gradients).
     """
 
     def __init__(self, model, input_grad_scale=1.0):
         self.model = model
         self.scale = float(input_grad_scale)
         self.in_name, self.out_name = embedding_names(model)
-        self.g_in_raw = self.g_in = self.g_out = self.proxy = None
+        self.reset()
         model.get_input_embeddings().register_forward_hook(self._on_embedding_output)
+
+    def reset(self):
+        """Forget the recorded gradients: call before each optimizer step's first backward pass."""
+        self.g_in_raw = self.g_out = None
+        self.proxy_sq = 0.0
+
+    @property
+    def g_in(self):
+        return self.g_in_raw if self.scale == 1.0 else self.g_in_raw * self.scale
+
+    @property
+    def proxy(self):
+        return self.proxy_sq ** 0.5
 
     def __call__(self, **inputs):
         """Forward pass of the wrapped model with the path hooks in place."""
@@ -39,29 +53,30 @@ class GradientTap:
                                kwargs=inputs, tie_weights=False, strict=False)
 
     def _on_input_path(self, grad):
-        self.g_in_raw = grad.detach().clone()
-        if self.scale == 1.0:
-            self.g_in = self.g_in_raw
-            return None
-        grad = grad * self.scale
-        self.g_in = grad.detach().clone()
-        return grad
+        self.g_in_raw = _accumulate(self.g_in_raw, grad)
+        return None if self.scale == 1.0 else grad * self.scale
 
     def _on_output_path(self, grad):
-        self.g_out = grad.detach().clone()
+        self.g_out = _accumulate(self.g_out, grad)
 
     def _on_embedding_output(self, module, args, output):
         if output.requires_grad:
             output.register_hook(self._on_proxy)
 
     def _on_proxy(self, grad):
-        self.proxy = grad.detach().norm().item()
+        self.proxy_sq += grad.detach().double().pow(2).sum().item()
 
     def norms(self):
-        """Frobenius norms of the recorded parts and the output share of the last backward pass."""
-        g_in_raw, g_in, g_out = (t.norm().item() for t in (self.g_in_raw, self.g_in, self.g_out))
+        """Frobenius norms of the recorded parts and the output share of the step."""
+        g_in_raw, g_out = self.g_in_raw.norm().item(), self.g_out.norm().item()
+        g_in = g_in_raw * self.scale
         return {"g_in_raw": g_in_raw, "g_in": g_in, "g_out": g_out,
                 "out_share": g_out / (g_in + g_out), "proxy": self.proxy}
+
+
+def _accumulate(total, grad):
+    """total + grad, starting from a copy (autograd may reuse `grad`'s buffer for the parameter)."""
+    return grad.detach().clone() if total is None else total.add_(grad.detach())
 
 
 def _alias(weight):

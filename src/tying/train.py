@@ -11,6 +11,7 @@ import math
 import shutil
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,8 @@ class RunSpec:
     grad_clip: float
     checkpoints: tuple
     eval_batches: int
+    grad_accum: int = 1
+    dtype: str = "float32"
 
     def fingerprint(self):
         return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:16]
@@ -179,8 +182,14 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
     progress = Progress(name, spec, log_every, start)
     for step in range(start + 1, (until or spec.steps) + 1):
         x, y = group.shard(train_batch(train_ids, step, spec.seed, spec.batch_size, spec.seq_len))
-        loss = lm_loss(forward(input_ids=x.to(device)).logits, y.to(device))
-        loss.backward()
+        tap.reset()
+        loss = 0.0
+        for i, (xm, ym) in enumerate(zip(x.chunk(spec.grad_accum), y.chunk(spec.grad_accum))):
+            with group.accumulating(forward) if i < spec.grad_accum - 1 else nullcontext():
+                with torch.autocast(torch.device(device).type, torch.bfloat16, enabled=spec.dtype == "bfloat16"):
+                    micro = lm_loss(forward(input_ids=xm.to(device)).logits, ym.to(device)) / spec.grad_accum
+                micro.backward()
+            loss = loss + micro.detach()
         loss = group.average(loss, tap)
         provenance.append({"step": step, "loss": loss.item(), **tap.norms(),
                            "input_grad_scale": spec.input_grad_scale})
