@@ -85,3 +85,20 @@ def test_report_holds_every_enabled_figure(built):
     for fig in MICRO["figures"]:
         assert f"{fig}.pdf" in html
     assert "claims.md" in html
+
+
+def test_a_figure_style_change_reruns_only_that_figure(built):
+    changed = {**MICRO, "analysis": {**MICRO["analysis"], "norm_bins_per_decade": 8}}
+    jobs = planned_jobs(snakemake(built, "-n", config=changed))
+    snakemake(built, "-n", config=MICRO)
+    assert jobs == {"fig5": 1, "all": 1}
+
+
+def test_adding_a_seed_reruns_only_the_new_seed_and_the_aggregates(built):
+    result = snakemake(built, "-n", config={**MICRO, "seeds": [0, 1]})
+    jobs = planned_jobs(result)
+    wildcards = re.findall(r"wildcards: (.*)", result.stdout)
+    seeds = {m for w in wildcards for m in re.findall(r"seed=(\d+)", w)}
+    assert seeds == {"1"}
+    assert jobs["train"] == 5 and not {"corpus", "tokenizer", "tokens"} & set(jobs)
+    assert {"fig1", "table1", "claims", "loss"} <= set(jobs)
