@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 import torch
 from huggingface_hub import constants
+from safetensors.torch import load_file
 from tokenizers import ByteLevelBPETokenizer, Tokenizer, models, pre_tokenizers
 from transformers import (
     GPTNeoConfig,
@@ -30,6 +31,8 @@ from transformers import (
     Qwen3Config,
     Qwen3ForCausalLM,
 )
+
+from tying.embeddings import LAYOUTS
 
 VOCAB = 64
 SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
@@ -145,6 +148,62 @@ def add_vocab_files_repo(cache_dir, repo_id="test-org/gpt-neo-vocab-files"):
         _seeded(GPTNeoForCausalLM, config, 7).save_pretrained(model_dir)
         bpe.save_model(model_dir)
         return add_snapshot(cache_dir, repo_id, "main", model_dir)
+
+
+# .bin-only repos, as older Pythia step branches and GPT-Neo-2.7B ship: repo id -> (build(seed) -> model,
+# seed, number of pytorch_model*.bin files), each stored at "main".
+BIN_REPOS = {
+    "test-org/gpt-neo-bin": (_gpt_neo, 8, 1),
+    "test-org/pythia-bin-sharded": (lambda seed: _pythia(seed).half(), 9, 3),
+}
+
+
+def bin_checkpoint(repo_id):
+    """(model, the state dict stored for it) of BIN_REPOS[repo_id], under the names save_pretrained writes
+    (Pythia's embed_out.weight), input embedding first and output matrix last: a tied model's output
+    matrix is the very tensor of its input one, and a GPT-NeoX keeps the causal-mask buffers older
+    transformers saved, after the weights."""
+    build, seed, _ = BIN_REPOS[repo_id]
+    model = build(seed)
+    with tempfile.TemporaryDirectory() as model_dir:
+        model.save_pretrained(model_dir)
+        stored = load_file(Path(model_dir) / "model.safetensors")
+    place = {name: position for layout in LAYOUTS for position, name in enumerate(layout)}
+    state = dict(sorted(stored.items(), key=lambda item: {0: -1, 1: 1}.get(place.get(item[0]), 0)))
+    if model.config.tie_word_embeddings:
+        state["lm_head.weight"] = state["transformer.wte.weight"]
+    if isinstance(model, GPTNeoXForCausalLM):
+        n = model.config.max_position_embeddings
+        for i in range(model.config.num_hidden_layers):
+            state[f"gpt_neox.layers.{i}.attention.bias"] = torch.ones(n, n, dtype=torch.bool).tril().view(1, 1, n, n)
+            state[f"gpt_neox.layers.{i}.attention.masked_bias"] = torch.tensor(-1e9)
+    return model, state
+
+
+def add_bin_repos(cache_dir):
+    """Store the BIN_REPOS with their tokenizer and only torch.save'd weights: pytorch_model.bin in torch's
+    legacy (pre-1.6, not zip) serialization, or pytorch_model-0000k-of-0000n.bin shards (tensors in
+    state-dict order) and pytorch_model.bin.index.json. Returns {repo_id: commit}."""
+    commits = {}
+    for repo_id, (_, _, shards) in BIN_REPOS.items():
+        model, state = bin_checkpoint(repo_id)
+        with tempfile.TemporaryDirectory() as model_dir:
+            model.config.save_pretrained(model_dir)
+            tiny_tokenizer().save_pretrained(model_dir)
+            if shards == 1:
+                torch.save(state, Path(model_dir) / "pytorch_model.bin", _use_new_zipfile_serialization=False)
+            else:
+                names = list(state)
+                weight_map = {}
+                for k in range(shards):
+                    shard = f"pytorch_model-{k + 1:05d}-of-{shards:05d}.bin"
+                    group = names[round(k * len(names) / shards):round((k + 1) * len(names) / shards)]
+                    torch.save({name: state[name] for name in group}, Path(model_dir) / shard)
+                    weight_map.update(dict.fromkeys(group, shard))
+                index = {"metadata": {"total_size": sum(t.nbytes for t in state.values())}, "weight_map": weight_map}
+                (Path(model_dir) / "pytorch_model.bin.index.json").write_text(json.dumps(index, indent=2))
+            commits[repo_id] = add_snapshot(cache_dir, repo_id, "main", model_dir)
+    return commits
 
 
 def snapshot_dir(cache_dir, repo_id, commit):

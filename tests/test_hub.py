@@ -6,8 +6,18 @@ import pytest
 import torch
 from fsspec.implementations.local import LocalFileSystem
 from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
 
-from hubfixtures import add_snapshot, build_hub_cache, serve_hub, snapshot_dir, use_hub_cache, use_hub_server
+from hubfixtures import (
+    add_bin_repos,
+    add_snapshot,
+    bin_checkpoint,
+    build_hub_cache,
+    serve_hub,
+    snapshot_dir,
+    use_hub_cache,
+    use_hub_server,
+)
 from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
 from tying.hub import fetch_model
@@ -212,6 +222,100 @@ def test_a_failed_fetch_leaves_nothing_behind(tmp_path, monkeypatch):
     (tmp_path / "config-only" / "config.json").write_text("{}")
     add_snapshot(cache, "test-org/no-weights", "main", tmp_path / "config-only")
     use_hub_cache(monkeypatch, cache)
-    with pytest.raises(PipelineError, match=r"^cannot fetch test-org/no-weights@main: no model\.safetensors"):
+    with pytest.raises(PipelineError) as error:
         fetch_model("test-org/no-weights", "main", tmp_path / "out" / "model", embeddings_only=True)
+    assert str(error.value) == (
+        "cannot fetch test-org/no-weights@main: no model.safetensors or pytorch_model.bin"
+        " (single or sharded with an .index.json) at this revision"
+    )
     assert list((tmp_path / "out").iterdir()) == []
+
+
+BIN_EMBEDDINGS = {
+    "test-org/gpt-neo-bin": {"transformer.wte.weight"},  # its lm_head.weight is the same tensor: dropped
+    "test-org/pythia-bin-sharded": {"gpt_neox.embed_in.weight", "embed_out.weight"},
+}
+BIN_SHARDS_READ = {
+    "test-org/gpt-neo-bin": "pytorch_model.bin",
+    "test-org/pythia-bin-sharded": ["pytorch_model-00001-of-00003.bin", "pytorch_model-00003-of-00003.bin"],
+}
+
+
+@pytest.fixture(scope="session")
+def bin_commits(hub_cache):
+    return add_bin_repos(hub_cache[0])
+
+
+def snapshot_sizes(cache, repo_id, commit):
+    return {p.name: p.stat().st_size for p in snapshot_dir(cache, repo_id, commit).iterdir()}
+
+
+@pytest.mark.parametrize("repo_id", sorted(BIN_EMBEDDINGS))
+def test_embedding_only_fetch_of_a_bin_checkpoint_converts_just_the_embeddings(hub, bin_commits, tmp_path, repo_id):
+    cache, _ = hub
+    record = fetch_model(repo_id, "main", tmp_path / "model", embeddings_only=True)
+
+    _, stored = bin_checkpoint(repo_id)
+    fetched = load_file(tmp_path / "model" / "model.safetensors")
+    assert set(fetched) == BIN_EMBEDDINGS[repo_id]
+    for name, tensor in fetched.items():
+        assert tensor.dtype == stored[name].dtype
+        assert torch.equal(tensor, stored[name])
+    assert record["converted_from"] == BIN_SHARDS_READ[repo_id]
+    assert json.loads((tmp_path / "model" / "source.json").read_text()) == record
+    sizes = snapshot_sizes(cache, repo_id, bin_commits[repo_id])
+    skipped = {"pytorch_model-00002-of-00003.bin"} & set(sizes)
+    assert record["bytes_read"] == sum(n for name, n in sizes.items() if name not in skipped)
+    assert {p.name for p in (tmp_path / "model").iterdir()} == {
+        "config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors", "source.json"}
+    embeddings = load_embeddings(tmp_path / "model")
+    tied = repo_id == "test-org/gpt-neo-bin"
+    assert embeddings.tied == tied
+    assert torch.equal(embeddings.input, stored["transformer.wte.weight" if tied else "gpt_neox.embed_in.weight"].float())
+    assert tied or torch.equal(embeddings.output, stored["embed_out.weight"].float())
+
+
+@pytest.mark.parametrize("repo_id", sorted(BIN_EMBEDDINGS))
+def test_full_fetch_of_a_bin_checkpoint_loads_as_the_original_model(hub, bin_commits, tmp_path, repo_id):
+    cache, _ = hub
+    record = fetch_model(repo_id, "main", tmp_path / "model", embeddings_only=False)
+
+    original, stored = bin_checkpoint(repo_id)
+    fetched = load_file(tmp_path / "model" / "model.safetensors")
+    assert set(fetched) == set(stored) - ({"lm_head.weight"} if original.config.tie_word_embeddings else set())
+    assert all(torch.equal(fetched[name], stored[name]) for name in fetched)
+    assert record["bytes_read"] == sum(snapshot_sizes(cache, repo_id, bin_commits[repo_id]).values())
+    assert record["converted_from"] == ("pytorch_model.bin" if repo_id == "test-org/gpt-neo-bin" else
+                                        [f"pytorch_model-0000{k}-of-00003.bin" for k in (1, 2, 3)])
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "model").state_dict()
+    expected = original.state_dict()
+    assert set(loaded) == set(expected)
+    for name, tensor in expected.items():
+        assert torch.equal(loaded[name].to(tensor.dtype), tensor), name
+
+
+def test_online_sharded_bin_embedding_fetch_downloads_only_the_embedding_shards(bin_commits, hub_server, tmp_path):
+    repo = "test-org/pythia-bin-sharded"
+    cache, _, sent = hub_server
+    record = fetch_model(repo, "main", tmp_path / "model", embeddings_only=True)
+
+    assert {name for name in sent if name.endswith(".bin")} == set(BIN_SHARDS_READ[repo])
+    assert sum(sent.values()) == record["bytes_read"]
+    assert record["commit"] == bin_commits[repo]
+    _, stored = bin_checkpoint(repo)
+    fetched = load_file(tmp_path / "model" / "model.safetensors")
+    assert set(fetched) == BIN_EMBEDDINGS[repo]
+    assert all(torch.equal(fetched[name], stored[name]) for name in fetched)
+    assert not [p.name for p in (tmp_path / "model").iterdir() if p.is_dir() or p.suffix == ".bin"]
+
+
+def test_a_bin_that_is_not_plain_weights_is_refused_in_one_line(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    (tmp_path / "pickle").mkdir()
+    (tmp_path / "pickle" / "config.json").write_text("{}")
+    torch.save(torch.nn.Linear(2, 2), tmp_path / "pickle" / "pytorch_model.bin")  # a whole module, not a state dict
+    add_snapshot(cache, "test-org/pickle", "main", tmp_path / "pickle")
+    use_hub_cache(monkeypatch, cache)
+    with pytest.raises(PipelineError, match=r"^cannot fetch test-org/pickle@main: pytorch_model\.bin: not loadable as "
+                                            r"a weights-only torch checkpoint: [^\n]+$"):
+        fetch_model("test-org/pickle", "main", tmp_path / "out" / "model", embeddings_only=True)

@@ -3,15 +3,22 @@
 Files are read through an fsspec file system: `HfFileSystem` (paths `{repo_id}@{commit}/...`),
 or, when HF_HUB_OFFLINE is set, the local file system over the snapshot in the hub cache
 (HF_HUB_CACHE / HF_HOME). The embedding-only fetch reads each safetensors header and then
-only the byte ranges of the embedding and output tensors.
+only the byte ranges of the embedding and output tensors. A revision stored only as
+pytorch_model.bin (older Pythia step branches, GPT-Neo-2.7B) is downloaded whole (a pickle
+cannot be range-read; sharded, only the shards it needs) and converted to model.safetensors.
 """
 import fnmatch
 import json
+import os
+import pickle
 import posixpath
+import tempfile
+import zipfile
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx2
+import torch
 from fsspec.implementations.local import LocalFileSystem
 from huggingface_hub import HfApi, HfFileSystem, constants
 from huggingface_hub.errors import (
@@ -22,6 +29,7 @@ from huggingface_hub.errors import (
     RevisionResolutionError,
 )
 from huggingface_hub.file_download import repo_folder_name
+from safetensors.torch import save_file
 
 from tying.embeddings import LAYOUTS
 from tying.errors import PipelineError
@@ -30,6 +38,7 @@ from tying.safetensors_ranges import copy_range, header_bytes, read_header
 
 # Every input-embedding and output-projection tensor name the embedding reader knows.
 EMBEDDING_TENSORS = tuple(dict.fromkeys(name for layout in LAYOUTS for name in layout))
+INPUT_TENSORS = frozenset(inp for inp, _ in LAYOUTS)
 CONFIG_FILES = (
     "config.json",
     "generation_config.json",
@@ -42,6 +51,8 @@ CONFIG_FILES = (
 )
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
+BIN_FILE = "pytorch_model.bin"
+BIN_INDEX_FILE = "pytorch_model.bin.index.json"
 SOURCE_RECORD = "source.json"
 
 
@@ -51,9 +62,13 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
     Full: config, tokenizer and safetensors files (sharded or not) as they are.
     embeddings_only: config, tokenizer and one `model.safetensors` holding just the
     EMBEDDING_TENSORS the checkpoint has, under their names, dtype and bytes unchanged.
+    Without safetensors, the pytorch_model.bin weights are converted to one model.safetensors
+    (every tensor, or the EMBEDDING_TENSORS), a tied output matrix stored as an alias of the
+    input one dropped as transformers does.
     fs: the fsspec file system to read through (default: HfFileSystem; offline, the local
     file system over the hub cache). Writes and returns the record `dest/source.json`:
-    {repo_id, revision, commit, embeddings_only, bytes_read}.
+    {repo_id, revision, commit, embeddings_only, bytes_read}, plus `converted_from` (the .bin
+    file, or list of shards, read) for a converted checkpoint.
     """
     offline = constants.is_offline_mode()
     with _fetch_errors(repo_id, revision, offline):
@@ -66,13 +81,14 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
         with atomic_path(dest) as tmp:
             tmp.mkdir()
             bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in names if _is_config(name))
-            bytes_read += _fetch_weights(fs, root, names, tmp, embeddings_only)
+            weight_bytes, converted = _fetch_weights(fs, root, names, tmp, embeddings_only)
             record = {
                 "repo_id": repo_id,
                 "revision": revision,
                 "commit": commit,
                 "embeddings_only": bool(embeddings_only),
-                "bytes_read": bytes_read,
+                "bytes_read": bytes_read + weight_bytes,
+                **converted,
             }
             (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     return record
@@ -98,23 +114,95 @@ def _is_config(name):
 
 
 def _fetch_weights(fs, root, names, out_dir, embeddings_only):
-    """Write the checkpoint's safetensors weights into `out_dir`: as they are, or only the
-    EMBEDDING_TENSORS in one model.safetensors. `names`: the files at `root`. Returns the bytes read."""
-    if INDEX_FILE in names:
-        index = fs.cat_file(f"{root}/{INDEX_FILE}")
-        weight_map = json.loads(index)["weight_map"]
-        shards = sorted(set(weight_map.values()))
-    elif SINGLE_FILE in names:
-        index, weight_map, shards = b"", None, [SINGLE_FILE]
-    else:
-        raise PipelineError(f"no {SINGLE_FILE} or {INDEX_FILE} at this revision")
+    """Write the checkpoint's weights into `out_dir`: safetensors as they are, or only the
+    EMBEDDING_TENSORS in one model.safetensors; pytorch_model.bin converted to model.safetensors.
+    `names`: the files at `root`. Returns (bytes read, the record's extra fields)."""
+    if INDEX_FILE in names or SINGLE_FILE in names:
+        return _fetch_safetensors(fs, root, names, out_dir, embeddings_only), {}
+    if BIN_INDEX_FILE in names or BIN_FILE in names:
+        return _convert_bin(fs, root, names, out_dir, embeddings_only)
+    raise PipelineError(f"no {SINGLE_FILE} or {BIN_FILE} (single or sharded with an .index.json) at this revision")
+
+
+def _shards(fs, root, names, index_name, single_name, embeddings_only):
+    """(index bytes, shard file names) of a single-file or sharded checkpoint; embeddings_only,
+    only the shards holding EMBEDDING_TENSORS (index bytes b"" when not sharded)."""
+    if index_name not in names:
+        return b"", [single_name]
+    index = fs.cat_file(f"{root}/{index_name}")
+    weight_map = json.loads(index)["weight_map"]
+    wanted = [name for name in EMBEDDING_TENSORS if name in weight_map] if embeddings_only else weight_map
+    if not wanted:
+        raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {index_name}")
+    return index, sorted({weight_map[name] for name in wanted})
+
+
+def _fetch_safetensors(fs, root, names, out_dir, embeddings_only):
+    """The safetensors case of _fetch_weights; returns the bytes read."""
+    index, shards = _shards(fs, root, names, INDEX_FILE, SINGLE_FILE, embeddings_only)
     if embeddings_only:
-        if weight_map is not None:
-            shards = sorted({weight_map[name] for name in EMBEDDING_TENSORS if name in weight_map})
         return len(index) + _write_embeddings(fs, [f"{root}/{shard}" for shard in shards], out_dir / SINGLE_FILE)
     if index:
         (out_dir / INDEX_FILE).write_bytes(index)
     return len(index) + sum(_copy_file(fs, f"{root}/{shard}", out_dir / shard) for shard in shards)
+
+
+def _convert_bin(fs, root, names, out_dir, embeddings_only):
+    """The pytorch_model.bin case of _fetch_weights: download the (needed) .bin files whole,
+    load them memory-mapped and write their tensors, or only the EMBEDDING_TENSORS, as
+    `out_dir`/model.safetensors. Returns (bytes read, {"converted_from": file or shard list})."""
+    index, shards = _shards(fs, root, names, BIN_INDEX_FILE, BIN_FILE, embeddings_only)
+    bytes_read, tensors = len(index), {}
+    with tempfile.TemporaryDirectory(dir=out_dir) as downloads:
+        for shard in shards:
+            path, nbytes = _local_file(fs, f"{root}/{shard}", Path(downloads) / shard)
+            bytes_read += nbytes
+            tensors.update(_load_bin(path, shard))
+        if embeddings_only:
+            tensors = {name: tensor for name, tensor in tensors.items() if name in EMBEDDING_TENSORS}
+            if not tensors:
+                raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {', '.join(shards)}")
+        save_file(_unshared(tensors), out_dir / SINGLE_FILE, metadata={"format": "pt"})
+    return bytes_read, {"converted_from": shards if index else shards[0]}
+
+
+def _local_file(fs, path, download):
+    """(a local path of the file `path`, its size): the file itself on a local file system
+    (the hub cache), else downloaded whole to `download`."""
+    if isinstance(fs, LocalFileSystem):
+        return path, os.path.getsize(path)
+    return download, _copy_file(fs, path, download)
+
+
+def _load_bin(path, name):
+    """The state dict {tensor name: tensor} of the torch checkpoint at `path`: memory-mapped, or
+    read into memory when it has torch's legacy (pre-zip) serialization, which cannot be mapped."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
+    except (RuntimeError, pickle.UnpicklingError) as error:
+        raise PipelineError(f"{name}: not loadable as a weights-only torch checkpoint: "
+                            + (str(error).splitlines() or [""])[0]) from None
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise PipelineError(f"{name}: not a state dict of tensors")
+    return state
+
+
+def _unshared(tensors):
+    """`tensors` as safetensors can store them: a tensor that is an exact alias of another
+    (a tied output matrix) is dropped, input embeddings kept first; one that shares memory
+    otherwise (a view) is copied."""
+    kept, aliases, storages = {}, set(), set()
+    for name in sorted(tensors, key=lambda name: name not in INPUT_TENSORS):
+        tensor = tensors[name]
+        storage = tensor.untyped_storage().data_ptr()
+        alias = (storage, tensor.storage_offset(), tuple(tensor.shape), tensor.stride(), tensor.dtype)
+        if storage and alias in aliases:
+            continue
+        aliases.add(alias)
+        kept[name] = (tensor.clone(memory_format=torch.contiguous_format) if storage and storage in storages
+                      else tensor.contiguous())
+        storages.add(storage)
+    return kept
 
 
 def _copy_file(fs, path, local):
