@@ -271,7 +271,8 @@ def test_embedding_only_fetch_of_a_bin_checkpoint_converts_just_the_embeddings(h
     embeddings = load_embeddings(tmp_path / "model")
     tied = repo_id == "test-org/gpt-neo-bin"
     assert embeddings.tied == tied
-    assert torch.equal(embeddings.input, stored["transformer.wte.weight" if tied else "gpt_neox.embed_in.weight"].float())
+    in_name = "transformer.wte.weight" if tied else "gpt_neox.embed_in.weight"
+    assert torch.equal(embeddings.input, stored[in_name].float())
     assert tied or torch.equal(embeddings.output, stored["embed_out.weight"].float())
 
 
