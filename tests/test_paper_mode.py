@@ -1,9 +1,6 @@
 """Paper-scale mode through snakemake, offline, from a fake hub cache of tiny released models."""
 import json
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +9,9 @@ import pytest
 import yaml
 
 from hubfixtures import add_vocab_files_repo, build_hub_cache
+from snakerun import ROOT, planned_jobs, snakemake
 from tying.embeddings import load_embeddings
 
-ROOT = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
 
 # configs/paper.yaml in miniature: the same pairs and targets over the fake repos, a local corpus, a tiny lens.
@@ -39,20 +36,6 @@ def fake_paper_config(corpus_path, **analysis):
     }
 
 
-def snakemake(workdir, config, env, *args):
-    """Run the workflow in `workdir` on `config` (written there; no config.yaml, so nothing merges)."""
-    (workdir / "paper.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2",
-           *args, "--configfile", str(workdir / "paper.yaml")]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env)
-
-
-def planned_jobs(result):
-    """rule -> job count from a dry run's job stats."""
-    stats = result.stdout.split("Job stats:")[1].split("Reasons:")[0]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
-
-
 @pytest.fixture(scope="module")
 def hub_env(tmp_path_factory):
     """Subprocess environment working offline from a fake hub cache, and a local corpus of fake-vocabulary text."""
@@ -71,7 +54,7 @@ def hub_env(tmp_path_factory):
 def paper_run(hub_env, tmp_path_factory):
     env, corpus = hub_env
     workdir = tmp_path_factory.mktemp("paper-run")
-    result = snakemake(workdir, fake_paper_config(corpus), env)
+    result = snakemake(workdir, config=fake_paper_config(corpus), env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
 
@@ -124,7 +107,7 @@ def test_paper_scale_claims_file_fills_the_column_and_flags_differences(paper_ru
     # C1's paper value is 0.194 (tolerance 0.02), C2's 0.237: one differs, one does not.
     pd.DataFrame({"claim": ["C1", "C2"], "mean": [0.194 + 0.05, 0.237 + 0.01]}).to_parquet(tmp_path / "claims.parquet")
     config = fake_paper_config(corpus, paper_scale_claims=str(tmp_path / "claims.parquet"))
-    result = snakemake(paper_run, config, env, "--forcerun", "claims", "results/tables/claims.parquet")
+    result = snakemake(paper_run, "--forcerun", "claims", "results/tables/claims.parquet", config=config, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     claims = pd.read_parquet(paper_run / "results/tables/claims.parquet").set_index("claim")
     assert np.allclose(claims.loc[["C1", "C2"], "paper_scale_mean"], [0.244, 0.247])
@@ -136,7 +119,7 @@ def test_unknown_revision_fails_its_fetch_in_one_line_and_builds_nothing_downstr
     env, corpus = hub_env
     config = fake_paper_config(corpus)
     config["pairs"]["main"] = {**FAKE_PAIRS["main"], "evolution": {0: "step0", 5: "step999"}}
-    result = snakemake(tmp_path, config, env, "figures/fig3.pdf")
+    result = snakemake(tmp_path, "figures/fig3.pdf", config=config, env=env)
     line = "cannot fetch test-org/olmo-untied@step999: revision not found in the local hub cache (HF_HUB_OFFLINE is set)"
     assert result.returncode != 0
     assert (tmp_path / "logs/hub/embeddings/test-org/olmo-untied/step999.log").read_text() == f"error: {line}\n"
@@ -148,7 +131,7 @@ def test_unknown_revision_fails_its_fetch_in_one_line_and_builds_nothing_downstr
 def test_a_model_without_tokenizer_json_gets_one_built_at_fetch_time(hub_env, tmp_path):
     env, corpus = hub_env
     fetched = tmp_path / "results/hub/embeddings/test-org/gpt-neo-vocab-files/main"
-    result = snakemake(tmp_path, fake_paper_config(corpus), env, str(fetched.relative_to(tmp_path)))
+    result = snakemake(tmp_path, str(fetched.relative_to(tmp_path)), config=fake_paper_config(corpus), env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     embeddings = load_embeddings(fetched)  # reads tokenizer.json
     assert embeddings.tied and embeddings.input.shape == (269, 32)
@@ -157,7 +140,7 @@ def test_a_model_without_tokenizer_json_gets_one_built_at_fetch_time(hub_env, tm
 
 def test_paper_config_dry_run_plans_every_fetch_and_analysis_without_the_hub(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty-cache")}
-    result = snakemake(tmp_path, PAPER, env, "-n", "all")
+    result = snakemake(tmp_path, "-n", "all", config=PAPER, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     evolution_revisions = sum(len(p.get("evolution", {})) for p in PAPER["pairs"].values())
     assert evolution_revisions == 11 + 6 + 16

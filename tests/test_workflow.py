@@ -1,28 +1,12 @@
 """The workflow end to end through snakemake, on a micro config in a temporary directory."""
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from snakerun import ROOT, planned_jobs, snakemake
+
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
-
-
-def snakemake(workdir, *args, config=None):
-    if config is not None:
-        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-def planned_jobs(result):
-    """rule -> job count from a dry run's job stats."""
-    stats = result.stdout.split("Job stats:")[1].split("Reasons:")[0]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
 
 
 @pytest.fixture(scope="module")
