@@ -29,7 +29,7 @@ CHUNK = 4096
 
 def row_cosines(a, b, eps=1e-12):
     """Cosine of each row pair: (V, d), (V, d) -> (V,); 0 for a zero row."""
-    return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp_min(eps)
+    return torch.linalg.vecdot(a, b) / (a.norm(dim=1) * b.norm(dim=1)).clamp_min(eps)
 
 
 def column_means(x, chunk=CHUNK):
@@ -99,11 +99,9 @@ def mapped_cosines(source, target, maps, mean_s, mean_t, chunk=CHUNK):
     for start in range(0, source.shape[0], chunk):
         s = source[start:start + chunk] - mean_s.float()
         t = target[start:start + chunk] - mean_t.float()
-        t_norm = t.norm(dim=1)
         mapped = dict(zip(fitted, (s @ stacked).split(t.shape[1], dim=1))) if fitted else {}
         for name in maps:
-            a = mapped.get(name, s)
-            out[name].append(torch.linalg.vecdot(a, t) / (a.norm(dim=1) * t_norm).clamp_min(1e-12))
+            out[name].append(row_cosines(mapped.get(name, s), t))
     return {name: torch.cat(parts) for name, parts in out.items()}
 
 
