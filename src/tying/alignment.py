@@ -153,14 +153,17 @@ def alignment_frame(untied, tied, maps=MAPS):
     """Tidy per-token cosines of the three comparisons of an (untied, tied) Embeddings pair.
 
     Pairs with different tokenizers are compared on their shared token strings; token_id is
-    the untied model's id. identity/orthogonal are skipped when the hidden sizes differ.
+    the untied model's id. A comparison across hidden sizes gets the linear map only.
     Returns columns comparison, map, token_id, cosine.
     """
     untied, tied, ids = common_vocabulary(untied, tied)
-    if untied.input.shape[1] != tied.input.shape[1]:
-        maps = [m for m in maps if m == "linear"]
     named = {"input_u": untied.input, "output_u": untied.output, "tied": tied.input}
-    cosines = alignment_cosines({c: (named[s], named[t]) for c, s, t in COMPARISONS}, maps)
+    pairs = {c: (named[s], named[t]) for c, s, t in COMPARISONS}
+    same = {c: p for c, p in pairs.items() if p[0].shape[1] == p[1].shape[1]}
+    across = {c: p for c, p in pairs.items() if c not in same}
+    found = {**(alignment_cosines(same, maps) if same else {}),
+             **(alignment_cosines(across, [m for m in maps if m == "linear"]) if across else {})}
+    cosines = {c: found[c] for c in pairs}
     ids = ids.numpy()
     return pd.concat(
         [
