@@ -52,27 +52,19 @@ def centred_products(mats, means, pairs, chunk=CHUNK):
     return out
 
 
-def procrustes(cross_ts, tol=1e-7, max_iter=50):
+def procrustes(cross_ts, max_condition=1e5):
     """Orthogonal W (d, d) minimising ||S W^T - T||_F, from cross_ts = T^T S (d, d) float64.
 
-    W = U V^T from the SVD of T^T S, i.e. its orthogonal polar factor, computed by the
-    scaled Newton iteration X <- (z X + X^{-T} / z) / 2 (a few d x d inverses, several
-    times faster than a d x d SVD with vectors on CPU); the SVD when it does not converge.
-    Convergence is quadratic, so stopping at a relative step below `tol` leaves an error
-    of order tol^2.
+    W = U V^T from the SVD A = U S V^T of A = T^T S, i.e. its orthogonal polar factor, computed
+    as A (A^T A)^{-1/2} from one symmetric eigendecomposition (about twice as fast as a d x d SVD
+    with vectors on CPU). When A's condition number exceeds `max_condition`, squaring it would
+    cost accuracy, and the SVD is used.
     """
-    x = cross_ts
-    for _ in range(max_iter):
-        inv, info = torch.linalg.inv_ex(x)
-        if info != 0 or not torch.isfinite(inv).all():
-            break
-        z = (inv.norm() / x.norm()).sqrt()
-        nxt = 0.5 * (z * x + inv.T / z)
-        if (nxt - x).norm() <= tol * nxt.norm():
-            return nxt
-        x = nxt
-    u, _, vh = torch.linalg.svd(cross_ts)
-    return u @ vh
+    evals, evecs = torch.linalg.eigh(cross_ts.T @ cross_ts)
+    if evals[0] <= evals[-1] / max_condition**2:
+        u, _, vh = torch.linalg.svd(cross_ts)
+        return u @ vh
+    return cross_ts @ (evecs * evals.rsqrt()) @ evecs.T
 
 
 def least_squares(gram_s, cross_st):
