@@ -14,7 +14,6 @@ import torch
 import yaml
 
 from tying.config import check, run_params
-from tying.grad_provenance import GradientTap
 from tying.train import RunSpec, build, lm_loss, train_batch
 
 

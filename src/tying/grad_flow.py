@@ -4,8 +4,6 @@ Reads the training provenance of a tied run: per step the Frobenius norms g_in (
 path, effective, after any input scale) and g_out (projection path) of the two parts of
 the shared matrix's gradient.
 """
-import pandas as pd
-
 from tying.errors import PipelineError
 
 WINDOW = 20

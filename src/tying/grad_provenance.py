@@ -8,7 +8,6 @@ them into the parameter as usual. Hooks on the aliases record both parts at no e
 multiply the lookup path by `input_grad_scale`, leaving the output path untouched. For a tied
 model, G_in(effective) + G_out is the shared matrix's gradient.
 """
-import torch
 from torch.func import functional_call
 
 from tying.models import embedding_names

@@ -18,6 +18,7 @@ from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.unembed import readout, residual_states
 
+
 class TunedLens(torch.nn.Module):
     """Affine translators for states 0..n_states-1 of width d; later states pass unchanged."""
 
