@@ -22,6 +22,10 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/tables.smk"
 
 
+localrules:
+    all,
+
+
 rule all:
     default_target: True
     input:

@@ -86,3 +86,20 @@ def test_adding_a_seed_reruns_only_the_new_seed_and_the_aggregates(built):
     assert seeds == {"1"}
     assert jobs["train"] == 5 and not {"corpus", "tokenizer", "tokens"} & set(jobs)
     assert {"fig1", "table1", "claims", "loss"} <= set(jobs)
+
+
+def test_slurm_profile_dry_run_gives_every_job_its_declared_resources(tmp_path):
+    result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--workflow-profile", "none",
+                       config=MICRO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = re.findall(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", result.stdout, re.M | re.S)
+    assert {rule for rule, _ in jobs} >= {"corpus", "train", "alignment", "lens", "fig1", "claims"}
+    for rule, body in jobs:
+        if rule == "all":
+            continue
+        resources = dict(re.findall(r"(\w+)=([^,\s]+)", re.search(r"resources: (.*)", body)[1]))
+        assert "mem_mb" in resources and "runtime" in resources, rule
+        if rule in ("train", "lens"):
+            assert resources["gpu"] == "0"
+    train = next(body for rule, body in jobs if rule == "train")
+    assert "mem_mb=4000" in train and "runtime=120" in train

@@ -10,6 +10,8 @@ rule fig1:
         pair=lambda w: config["figures"]["fig1"],
     log:
         "logs/figures/fig1.log",
+    benchmark:
+        "results/benchmarks/figures/fig1.tsv"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -29,6 +31,8 @@ rule fig_evolution:
         pair=lambda w: config["figures"][w.fig],
     log:
         "logs/figures/{fig}.log",
+    benchmark:
+        "results/benchmarks/figures/{fig}.tsv"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -50,6 +54,8 @@ rule fig4:
         pair=lambda w: config["figures"]["fig4"],
     log:
         "logs/figures/fig4.log",
+    benchmark:
+        "results/benchmarks/figures/fig4.tsv"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -70,6 +76,8 @@ rule fig5:
         bins_per_decade=config["analysis"]["norm_bins_per_decade"],
     log:
         "logs/figures/fig5.log",
+    benchmark:
+        "results/benchmarks/figures/fig5.tsv"
     resources:
         mem_mb=2000,
         runtime=10,

@@ -16,8 +16,11 @@ rule hub_embeddings:
         embeddings_only=True,
     log:
         "logs/hub/embeddings/{repo}/{revision}.log",
+    benchmark:
+        "results/benchmarks/hub/embeddings/{repo}/{revision}.tsv"
     resources:
         network=1,
+        mem_mb=4000,
         runtime=60,
     threads: 1
     wildcard_constraints:
@@ -36,8 +39,11 @@ rule hub_model:
         embeddings_only=False,
     log:
         "logs/hub/full/{repo}/{revision}.log",
+    benchmark:
+        "results/benchmarks/hub/full/{repo}/{revision}.tsv"
     resources:
         network=1,
+        mem_mb=4000,
         runtime=240,
     threads: 1
     wildcard_constraints:

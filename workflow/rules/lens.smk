@@ -17,6 +17,7 @@ rule lens:
     resources:
         mem_mb=8000,
         runtime=60,
+        gpu=1 if config["lens"]["device"] == "cuda" else 0,
     threads: config["lens"]["threads"]
     wildcard_constraints:
         role="tied|untied",
@@ -35,6 +36,8 @@ rule fig_lens:
         pair=lambda w: config["figures"][w.fig],
     log:
         "logs/figures/{fig}.log",
+    benchmark:
+        "results/benchmarks/figures/{fig}.tsv"
     resources:
         mem_mb=2000,
         runtime=10,

@@ -9,6 +9,8 @@ rule table1:
         md="results/tables/table1.md",
     log:
         "logs/tables/table1.log",
+    benchmark:
+        "results/benchmarks/tables/table1.tsv"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -29,6 +31,8 @@ rule table2:
         step=FINAL_STEP,
     log:
         "logs/tables/table2.log",
+    benchmark:
+        "results/benchmarks/tables/table2.tsv"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -47,6 +51,8 @@ rule table5:
         md="results/tables/table5.md",
     log:
         "logs/tables/table5.log",
+    benchmark:
+        "results/benchmarks/tables/table5.tsv"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -67,6 +73,8 @@ rule table6:
         step=config["analysis"]["early_step"],
     log:
         "logs/tables/table6.log",
+    benchmark:
+        "results/benchmarks/tables/table6.tsv"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -85,6 +93,8 @@ rule table7:
         md="results/tables/table7.md",
     log:
         "logs/tables/table7.log",
+    benchmark:
+        "results/benchmarks/tables/table7.tsv"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -109,6 +119,8 @@ rule claims:
         at_paper_scale=lambda w: claims_at_paper_scale(),
     log:
         "logs/tables/claims.log",
+    benchmark:
+        "results/benchmarks/tables/claims.tsv"
     resources:
         mem_mb=4000,
         runtime=10,
