@@ -60,3 +60,33 @@ def test_tokenizer_round_trips_and_tokens_are_counted(stdlib_corpus, tmp_path):
     counts = pd.read_parquet(out["counts.parquet"])
     assert len(counts) == 512 and counts["count"].sum() == len(train_ids)
     assert counts.loc[counts["token_id"] == tok.eos_token_id, "count"].item() == n_docs
+
+
+def test_hf_source_streams_up_to_the_token_budget(monkeypatch):
+    rows = [{"text": ""}] + [{"text": f"document {i}"} for i in range(40)]
+    calls = []
+
+    def fake_load_dataset(path, name, split, revision, streaming):
+        calls.append((path, name, split, revision, streaming))
+        return iter(rows)
+
+    monkeypatch.setattr("datasets.load_dataset", fake_load_dataset)
+    docs = build_corpus({"source": "hf", "path": "org/data", "name": "cfg", "max_tokens": 30, "val_fraction": 0.3})
+    assert calls == [("org/data", "cfg", "train", None, True)]
+    assert docs["text"].tolist() == [f"document {i}" for i in range(15)]  # stops once 30 words are read
+
+
+@pytest.mark.parametrize("error,message", [
+    (ConnectionError("offline"), "cannot stream dataset org/data/cfg [train]: ConnectionError: offline"),
+    (None, "dataset org/data/cfg [train] has no field 'body' (corpus.text_field)"),
+])
+def test_hf_source_problems_are_one_line(monkeypatch, error, message):
+    def fake_load_dataset(*args, **kwargs):
+        if error:
+            raise error
+        return iter([{"text": "x"}])
+
+    monkeypatch.setattr("datasets.load_dataset", fake_load_dataset)
+    with pytest.raises(PipelineError) as raised:
+        build_corpus({"source": "hf", "path": "org/data", "name": "cfg", "max_tokens": 5, "text_field": "body"})
+    assert str(raised.value) == message
