@@ -25,6 +25,13 @@ def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tie
         tie_word_embeddings=tied, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=None)
 
 
+def resolve_device(name):
+    """A config device name as a torch device string: "auto" is CUDA when present, else CPU."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
 def init_seed(seed, tied):
     """Initialisation seed: replicates differ, and tied and untied runs of one seed start from
     different random matrices (as the paper's released pairs do); tied variants share theirs."""

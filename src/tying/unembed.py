@@ -10,6 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tying.errors import PipelineError
+from tying.models import resolve_device
 
 FINAL_NORM = {  # config.model_type -> the final norm's module path
     "olmo": "model.norm",
@@ -29,8 +30,7 @@ def frozen_model(path, *, device="cpu", dtype="float32"):
     """
     if dtype not in DTYPES:
         raise PipelineError(f"lens dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = resolve_device(device)
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
     except (OSError, ValueError) as err:

@@ -4,6 +4,7 @@ import torch
 from transformers import AutoTokenizer
 
 from tying.distributed import launch
+from tying.models import resolve_device
 from tying.script import run
 from tying.tokens import load_ids
 from tying.train import RunSpec, train
@@ -15,7 +16,7 @@ def main(snakemake):
     meta = json.loads(open(inp.meta).read())
     run_params = {**params.run, "checkpoints": tuple(params.run["checkpoints"])}
     spec = RunSpec(**run_params, seed=int(w.seed), vocab_size=meta["vocab_size"], eos_id=meta["eos_id"])
-    device = params.device if params.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device(params.device)
     outputs = dict(checkpoint_dirs=dict(zip(spec.checkpoints, out.checkpoints)), log_path=out.log,
                    provenance_path=out.provenance, device=device, name=f"{w.arch}/{w.variant}/seed{w.seed}",
                    log_every=params.log_every)
