@@ -4,7 +4,6 @@ import seaborn as sns
 
 from tying.errors import PipelineError
 from tying.figures import style
-from tying.io import atomic_path
 from tying.tables import alignment_means, at_step
 
 SERIES = {"input_u->tied": ("Input(U) -> Tied", "input"), "output_u->tied": ("Output(U) -> Tied", "output")}
@@ -37,6 +36,5 @@ def plot_alignment_hist(alignment, path, pair="main", step=None):
     n_seeds = rows["seed"].nunique()
     ax.set(xlabel="cosine similarity after linear map", ylabel="density (per comparison)",
            title=f"{pair}, step {int(rows['step'].iloc[0])}: tokens pooled over {n_seeds} seed{'s' * (n_seeds > 1)}")
-    with atomic_path(path) as tmp:
-        style.save(fig, tmp)
+    style.save(fig, path)
     return fig

@@ -4,7 +4,6 @@ import seaborn as sns
 
 from tying.errors import PipelineError
 from tying.figures import style
-from tying.io import atomic_path
 
 PANELS = {"drift": "drift: cos to step 0", "change": "change: cos to previous"}
 
@@ -33,6 +32,5 @@ def plot_evolution(evolution, path, run="main"):
     axes[0].set_title(f"untied run of {run}; mean cosine over tokens;\n"
                       f"line = mean of {n_seeds} seed{'s' * (n_seeds > 1)}, band = their range", fontsize="small")
     axes[1].set(xlabel="training step")
-    with atomic_path(path) as tmp:
-        style.save(fig, tmp)
+    style.save(fig, path)
     return fig

@@ -4,7 +4,6 @@ import seaborn as sns
 
 from tying.errors import PipelineError
 from tying.figures import style
-from tying.io import atomic_path
 
 PATHS = {"input": ("g_in", "g_in_roll", "in_share", "input (lookup)"),
          "output": ("g_out", "g_out_roll", "out_share", "output (projection)")}
@@ -38,6 +37,5 @@ def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
     right.set(xlabel="training step", ylabel="share of norm sum (%)", ylim=(0, 100), title="shares",
               xlim=(rows["step"].min(), rows["step"].max()))
     fig.suptitle(f"{pair}, {variant}, seed {seed}", fontsize="small")
-    with atomic_path(path) as tmp:
-        style.save(fig, tmp)
+    style.save(fig, path)
     return fig

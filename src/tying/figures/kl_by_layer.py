@@ -5,7 +5,6 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from tying.figures import style
-from tying.io import atomic_path
 
 ROLES = ["tied", "untied"]
 LENS_STYLE = {"tuned": {"alpha": 1.0, "linestyle": "-"}, "logit": {"alpha": 0.35, "linestyle": "--"}}
@@ -35,5 +34,4 @@ def plot_kl_by_layer(df, path, title=None):
     axes[0, 0].legend(handles=handles, fontsize="small", ncols=2)
     if title and len(pairs) > 1:
         fig.suptitle(title)
-    with atomic_path(path) as tmp:
-        style.save(fig, tmp)
+    style.save(fig, path)

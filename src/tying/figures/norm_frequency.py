@@ -5,7 +5,6 @@ import seaborn as sns
 
 from tying.errors import PipelineError
 from tying.figures import style
-from tying.io import atomic_path
 
 PANELS = {"untied_input": ("untied input", "input"), "untied_output": ("untied output", "output"),
           "tied": ("tied", "tied")}
@@ -39,6 +38,5 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
     axes[0].set(ylabel="row L2 norm")
     fig.supxlabel("log10 token count (corpus occurrences)", fontsize="small")
     fig.suptitle(f"{pair}, seed {seed}; line = mean norm per 1/{bins_per_decade} decade", fontsize="small")
-    with atomic_path(path) as tmp:
-        style.save(fig, tmp)
+    style.save(fig, path)
     return fig

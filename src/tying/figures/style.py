@@ -5,6 +5,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from tying.io import atomic_path  # noqa: E402
+
 PALETTE = {"input": "#3b75af", "output": "#d9a21b", "tied": "#d45d9b", "untied": "#3b75af"}
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 
@@ -16,6 +18,7 @@ def setup():
 
 
 def save(fig, path):
-    """Save `fig` as a vector PDF and close it."""
-    fig.savefig(path, format="pdf")
+    """Save `fig` as a vector PDF (atomically: whole or not at all) and close it."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="pdf")
     plt.close(fig)
