@@ -42,6 +42,13 @@ def is_trained(ref):
     return "arch" in ref
 
 
+def reference_name(ref):
+    """A model reference as text: arch/variant for a trained run, repo@revision for a hub model."""
+    if is_trained(ref):
+        return f"{ref['arch']}/{ref['variant']}"
+    return f"{ref['hub']}@{ref.get('revision', 'main')}"
+
+
 def hub_dir(repo, revision, full=False):
     """Local copy of a hub model at a revision: only its embeddings, or (`full`) every weight."""
     return f"results/hub/{'full' if full else 'embeddings'}/{repo}/{revision}"

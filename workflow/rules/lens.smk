@@ -8,7 +8,12 @@ rule lens:
         metric="results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
         weights="results/lens/{pair}/{role}/seed{seed}.safetensors",
     params:
-        ids=lambda w: {"pair": w.pair, "role": w.role, "seed": int(w.seed)},
+        ids=lambda w: {
+            "pair": w.pair,
+            "role": w.role,
+            "model": reference_name(PAIRS[w.pair][w.role]),
+            "seed": int(w.seed),
+        },
         lens=config["lens"],
     log:
         "logs/lens/{pair}/{role}/seed{seed}.log",
