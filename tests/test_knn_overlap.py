@@ -73,3 +73,12 @@ def test_knn_frame_rows_and_prefix_k():
     assert got["tied_vs_input_u", 5] == 1.0 and got["tied_vs_input_u", 10] == 1.0
     assert got["tied_vs_output_u", 10] == pytest.approx(10 / (v - 1), abs=0.02)
     assert not math.isnan(got["input_u_vs_output_u", 5])
+
+
+@pytest.mark.parametrize("v,chunk", [(97, 16), (64, 64), (50, 7)])
+def test_exact_neighbours_match_a_full_similarity_top_k(v, chunk):
+    x = torch.randn(v, 12, generator=torch.Generator().manual_seed(v))
+    xn = x / x.norm(dim=1, keepdim=True)
+    sims = xn @ xn.T
+    sims.fill_diagonal_(float("-inf"))
+    assert torch.equal(nearest_neighbours(x, 5, chunk=chunk), sims.topk(5, dim=1).indices)

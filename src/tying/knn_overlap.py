@@ -30,17 +30,35 @@ def nearest_neighbours(x, k, chunk=CHUNK):
     """Exact k nearest neighbours of every row by cosine, itself excluded.
 
     x: (V, d). Returns (V, k) long, each row ordered from most to least similar.
-    Row chunks of the (V, V) similarity are written into one reused buffer.
+    The similarity matrix is symmetric, so only its upper block triangle is computed: a block
+    of rows against every later column gives those rows their candidates (top-k along rows)
+    and those columns theirs (top-k along columns); running top-k lists merge them.
     """
     xn = unit_rows(x)
     v = xn.shape[0]
-    out = torch.empty(v, k, dtype=torch.long)
-    buf = torch.empty(min(chunk, v), v)
+    best_val = torch.full((v, k), float("-inf"))
+    best_idx = torch.zeros(v, k, dtype=torch.long)
+    buf = torch.empty(min(chunk, v) * v)
     for start in range(0, v, chunk):
         rows = xn[start:start + chunk]
-        sims = torch.mm(rows, xn.T, out=buf[: rows.shape[0]])
-        out[start:start + rows.shape[0]] = _top_excluding_self(sims, start, k)
-    return out
+        n = rows.shape[0]
+        sims = torch.mm(rows, xn[start:].T, out=buf[: n * (v - start)].view(n, v - start))
+        sims[torch.arange(n), torch.arange(n)] = float("-inf")
+        vals, idx = sims.topk(min(k, v - start), dim=1)
+        _merge(best_val, best_idx, slice(start, start + n), vals, idx + start, k)
+        if v - start - n:
+            vals, idx = sims[:, n:].T.topk(min(k, n), dim=1)
+            _merge(best_val, best_idx, slice(start + n, v), vals, idx + start, k)
+    return best_idx
+
+
+def _merge(best_val, best_idx, where, vals, idx, k):
+    """Fold candidates (vals, idx) (m, c) into the running top-k lists of rows `where`."""
+    all_val = torch.cat([best_val[where], vals], dim=1)
+    all_idx = torch.cat([best_idx[where], idx], dim=1)
+    top_val, pos = all_val.topk(k, dim=1)
+    best_val[where] = top_val
+    best_idx[where] = all_idx.gather(1, pos)
 
 
 def approximate_neighbours(x, k, sketch_dim=256, candidates=64, power_iters=2, seed=0, chunk=CHUNK):
