@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
 
 from tying.models import build_model, model_config
 
@@ -28,3 +30,10 @@ def markov_tokens(n, vocab_size, seed=0):
     for i in range(1, n):
         ids[i] = rand[i] if noise[i] else nxt[ids[i - 1]]
     return ids
+
+
+def word_tokenizer(vocab_size):
+    """A word-level fast tokenizer over 't0' ... 't{vocab_size-1}'; 't0' is end of text."""
+    tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(vocab_size)}, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="t0")

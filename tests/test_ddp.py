@@ -7,10 +7,9 @@ import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from conftest import markov_tokens
+from conftest import markov_tokens, word_tokenizer
 from tying.distributed import launch
 from tying.errors import PipelineError
 from tying.tokens import load_ids, write_ids
@@ -30,9 +29,7 @@ def inputs(tmp_path_factory):
     write_ids(ids[:20_000], root / "train.bin", V)
     write_ids(ids[20_000:], root / "val.bin", V)
     (root / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": V, "eos_id": 0}))
-    tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(V)}, unk_token="t0"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="t0").save_pretrained(root / "tokenizer")
+    word_tokenizer(V).save_pretrained(root / "tokenizer")
     return {"train": str(root / "train.bin"), "val": str(root / "val.bin"), "meta": str(root / "meta.json"),
             "tokenizer": str(root / "tokenizer")}
 

@@ -6,10 +6,9 @@ import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from conftest import markov_tokens
+from conftest import markov_tokens, word_tokenizer
 from tying.train import RunSpec, build, train, train_batch
 
 V = 64
@@ -23,10 +22,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    vocab = {f"t{i}": i for i in range(V)}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="t0")
+    return word_tokenizer(V)
 
 
 def spec(**kw):
