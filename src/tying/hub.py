@@ -30,6 +30,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.file_download import repo_folder_name
 from safetensors.torch import save_file
+from transformers import AutoTokenizer
 
 from tying.embeddings import LAYOUTS
 from tying.errors import PipelineError
@@ -59,7 +60,8 @@ SOURCE_RECORD = "source.json"
 def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
     """Fetch `repo_id` at `revision` (branch, tag or commit) into the directory `dest`, atomically.
 
-    Full: config, tokenizer and safetensors files (sharded or not) as they are.
+    Full: config, tokenizer and safetensors files (sharded or not) as they are; a tokenizer.json
+    is built from the other tokenizer files when the revision has none.
     embeddings_only: config, tokenizer and one `model.safetensors` holding just the
     EMBEDDING_TENSORS the checkpoint has, under their names, dtype and bytes unchanged.
     Without safetensors, the pytorch_model.bin weights are converted to one model.safetensors
@@ -82,6 +84,8 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
             tmp.mkdir()
             bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in names if _is_config(name))
             weight_bytes, converted = _fetch_weights(fs, root, names, tmp, embeddings_only)
+            if not (tmp / "tokenizer.json").is_file():  # e.g. GPT-Neo-2.7B ships only vocab.json + merges.txt
+                AutoTokenizer.from_pretrained(tmp).backend_tokenizer.save(str(tmp / "tokenizer.json"))
             record = {
                 "repo_id": repo_id,
                 "revision": revision,
