@@ -6,6 +6,10 @@ from snakemake.utils import validate
 
 from tying.errors import PipelineError
 
+# Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
+NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
+NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
+
 
 def check(config, schema_path):
     """Validate `config` (filling schema defaults) or raise PipelineError naming the key and what is allowed."""
@@ -55,6 +59,12 @@ def _check_pairs(config):
     for key, pair in wanted:
         if pair not in pairs:
             raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
+        target = key.split(".")[1]
+        if target in NEEDS_TIED and "tied" not in pairs[pair]:
+            raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
+        if target in NEEDS_EVOLUTION and "arch" not in pairs[pair]["untied"] and "evolution" not in pairs[pair]:
+            raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
+                                "untied model)")
     if "table6" in config.get("tables", {}) and config["analysis"]["early_step"] not in steps:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")

@@ -1,0 +1,67 @@
+"""Pairs a target cannot use stop the config check with one line, before any job is planned."""
+import copy
+import os
+
+import pytest
+import yaml
+
+from snakerun import ROOT, snakemake
+from tying.config import check
+from tying.errors import PipelineError
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+PAPER = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
+MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
+UNTIED_ONLY = "olmo7b"  # configs/paper.yaml: an untied hub model and its revisions, for Figure 8
+NO_TIED = f"pair {UNTIED_ONLY!r} has no tied model, and {{target}} compares tied with untied"
+NO_EVOLUTION = "hub pair 'main' has no evolution (training step -> revision of its untied model)"
+
+
+def paper_with(figures=None, tables=None, drop_evolution=False):
+    config = copy.deepcopy(PAPER)
+    config["figures"].update(figures or {})
+    config["tables"].update(tables or {})
+    if drop_evolution:
+        del config["pairs"]["main"]["evolution"]
+    return config
+
+
+def test_the_shipped_configs_pass():
+    for config in (PAPER, MICRO, yaml.safe_load((ROOT / "config.yaml").read_text())):
+        check(copy.deepcopy(config), SCHEMA)
+
+
+@pytest.mark.parametrize("config,message", [
+    (paper_with(tables={"table1": ["main", UNTIED_ONLY]}), "tables.table1: " + NO_TIED.format(target="table1")),
+    (paper_with(tables={"table5": [UNTIED_ONLY]}), "tables.table5: " + NO_TIED.format(target="table5")),
+    (paper_with(tables={"claims": UNTIED_ONLY}), "tables.claims: " + NO_TIED.format(target="claims")),
+    (paper_with(figures={"fig1": UNTIED_ONLY}), "figures.fig1: " + NO_TIED.format(target="fig1")),
+    (paper_with(figures={"fig2": UNTIED_ONLY}), "figures.fig2: " + NO_TIED.format(target="fig2")),
+    (paper_with(figures={"fig7": UNTIED_ONLY}), "figures.fig7: " + NO_TIED.format(target="fig7")),
+    (paper_with(drop_evolution=True), "figures.fig3: " + NO_EVOLUTION),
+    (paper_with(figures={"fig3": "family"}), "figures.fig3: " + NO_EVOLUTION.replace("'main'", "'family'")),
+    (paper_with(figures={"fig3": "olmo7b"}, drop_evolution=True), "tables.claims: " + NO_EVOLUTION),
+])
+def test_a_pair_missing_what_its_target_reads_is_one_line(config, message):
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == message
+
+
+def test_a_trained_pair_needs_no_evolution_key_and_an_untied_only_pair_may_draw_evolution():
+    config = copy.deepcopy(MICRO)
+    config["pairs"]["untied_only"] = {"untied": {"arch": "olmo", "variant": "untied"}}
+    config["figures"]["fig9"] = "untied_only"
+    check(config, SCHEMA)
+    config["tables"]["table1"] = ["untied_only"]
+    with pytest.raises(PipelineError, match="tables.table1: pair 'untied_only' has no tied model"):
+        check(config, SCHEMA)
+
+
+def test_dry_run_of_a_hub_pair_without_evolution_stops_in_one_line(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty-cache")}
+    result = snakemake(tmp_path, "-n", "all", config=paper_with(drop_evolution=True), env=env)
+    assert result.returncode != 0
+    lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
+    assert lines == [f"config error: figures.fig3: {NO_EVOLUTION}"]
+    assert not (tmp_path / "results").exists()
