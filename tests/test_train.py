@@ -120,3 +120,14 @@ def test_bfloat16_autocast_trains_with_fp32_weights(data, tokenizer, tmp_path):
     log = pd.read_parquet(tmp_path / "log.parquet").dropna(subset=["val_loss"])
     assert log["val_loss"].iloc[-1] < log["val_loss"].iloc[0] - 0.3
     assert all(t.dtype == torch.float32 for t in load_file(ckpts[20] / "model.safetensors").values())
+
+
+@pytest.mark.parametrize("family", ["olmo", "gpt_neox", "llama", "qwen3"])
+def test_every_family_the_readme_lists_takes_a_training_step(family, data, tokenizer, tmp_path):
+    """One forward and backward step of each family at 4 heads (Qwen3Config's defaults assume 32)."""
+    ckpts = run(spec(family=family, tied=False, heads=4, steps=1, checkpoints=(0, 1)), data, tokenizer, tmp_path)
+    assert np.isfinite(pd.read_parquet(tmp_path / "log.parquet")["loss"].iloc[-1])
+    before, after = load_file(ckpts[0] / "model.safetensors"), load_file(ckpts[1] / "model.safetensors")
+    assert before.keys() == after.keys()
+    assert all(not torch.equal(before[k], after[k]) for k in before)  # every parameter got an update
+    assert AutoModelForCausalLM.from_pretrained(ckpts[1]).config.model_type == family

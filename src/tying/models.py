@@ -18,7 +18,8 @@ def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tie
                  intermediate_size=None):
     """The transformers config of one family at the given size; tying per `tied`."""
     config_cls, _ = FAMILIES[family]
-    extra = {"head_dim": hidden_size // heads} if family == "qwen3" else {}
+    # Qwen3Config defaults to 32 key-value heads and a head_dim of 128 whatever the size; the others derive theirs.
+    extra = {"head_dim": hidden_size // heads, "num_key_value_heads": heads} if family == "qwen3" else {}
     return config_cls(**extra,
         vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=intermediate_size or 4 * hidden_size, max_position_embeddings=seq_len,
