@@ -70,6 +70,7 @@ def test_hf_source_streams_up_to_the_token_budget(monkeypatch):
         calls.append((path, name, split, revision, streaming))
         return iter(rows)
 
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     monkeypatch.setattr("datasets.load_dataset", fake_load_dataset)
     docs = build_corpus({"source": "hf", "path": "org/data", "name": "cfg", "max_tokens": 30, "val_fraction": 0.3})
     assert calls == [("org/data", "cfg", "train", None, True)]
@@ -86,6 +87,7 @@ def test_hf_source_problems_are_one_line(monkeypatch, error, message):
             raise error
         return iter([{"text": "x"}])
 
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     monkeypatch.setattr("datasets.load_dataset", fake_load_dataset)
     with pytest.raises(PipelineError) as raised:
         build_corpus({"source": "hf", "path": "org/data", "name": "cfg", "max_tokens": 5, "text_field": "body"})

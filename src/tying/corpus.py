@@ -1,7 +1,8 @@
 """Build the training corpus as a table of documents with a deterministic train/validation split.
 
 Sources: the Python standard library's own documentation (offline default), a Hugging Face
-dataset streamed up to a token budget, or local text / JSON lines / Parquet files.
+dataset streamed up to a token budget (offline: from the hub cache), or local text / JSON lines /
+Parquet files.
 """
 import ast
 import json
@@ -45,14 +46,15 @@ def _docstrings(path):
 
 
 def hf_documents(path, name=None, split="train", revision=None, text_field="text", max_tokens=1_000_000):
-    """Yield (doc_id, text) streamed from a Hugging Face dataset until ~max_tokens words are read."""
-    import datasets
+    """Yield (doc_id, text) streamed from a Hugging Face dataset until ~max_tokens words are read.
 
+    Online the rows come from the hub; with HF_HUB_OFFLINE set, from `hf_rows`' local copies, in the
+    same order, so the documents and their ids (hence the split) do not depend on the network.
+    """
     where = f"{path}{'/' + name if name else ''} [{split}]"
     try:
-        stream = datasets.load_dataset(path, name, split=split, revision=revision, streaming=True)
         seen = 0
-        for i, row in enumerate(stream):
+        for i, row in enumerate(hf_rows(path, name, split, revision)):
             if text_field not in row:
                 raise PipelineError(f"dataset {where} has no field {text_field!r} (corpus.text_field)")
             text = (row[text_field] or "").strip()
@@ -65,6 +67,34 @@ def hf_documents(path, name=None, split="train", revision=None, text_field="text
         raise
     except Exception as err:  # datasets raises many types for offline / missing datasets
         raise PipelineError(f"cannot stream dataset {where}: {type(err).__name__}: {_first_line(err)}") from err
+
+
+def hf_rows(path, name, split, revision):
+    """A streaming `datasets` split: from the hub, or offline (HF_HUB_OFFLINE) from the dataset
+    repository's snapshot in the hub cache (HF_HUB_CACHE, as `hf download` leaves it: README.md
+    naming the configs, and the data files), else from a copy `datasets` prepared under
+    HF_DATASETS_CACHE; neither there is a PipelineError saying how to fetch it."""
+    import datasets
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    if not constants.is_offline_mode():
+        return datasets.load_dataset(path, name, split=split, revision=revision, streaming=True)
+    fetch = f"hf download {path} --repo-type dataset" + (f" --revision {revision}" if revision else "")
+    try:
+        snapshot = snapshot_download(path, repo_type="dataset", revision=revision, local_files_only=True)
+    except LocalEntryNotFoundError:
+        try:
+            return datasets.load_dataset(path, name, split=split, revision=revision, streaming=True)
+        except ConnectionError:
+            raise PipelineError(f"dataset {path}@{revision or 'main'} is not in the hub cache ({constants.HF_HUB_CACHE}) "
+                                f"nor prepared in HF_DATASETS_CACHE and HF_HUB_OFFLINE is set: fetch it once "
+                                f"with the network: {fetch}") from None
+    try:
+        return datasets.load_dataset(snapshot, name, split=split, streaming=True)
+    except ValueError as err:  # unknown config or split, or a split's files missing from the snapshot
+        raise PipelineError(f"cannot read dataset {path}@{revision or 'main'} from the hub cache ({snapshot}): "
+                            f"{_first_line(err)} (files missing? fetch them: {fetch})") from None
 
 
 def local_documents(paths, text_field="text"):

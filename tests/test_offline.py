@@ -1,0 +1,103 @@
+"""Running the paper config with no network: the `hf` corpus from the hub cache, the lens dtype on CPU,
+and one-value overrides from the command line."""
+import hashlib
+import os
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pytest
+from huggingface_hub import constants
+
+from tying.corpus import build_corpus
+from tying.errors import PipelineError
+
+CARD = """---
+configs:
+- config_name: raw-v1
+  data_files:
+  - split: train
+    path: raw-v1/train-*
+  - split: validation
+    path: raw-v1/validation-*
+---
+"""
+
+
+def add_dataset_snapshot(cache_dir, repo_id, revision, files):
+    """Store {path in repo: bytes} in the hub cache as dataset `repo_id` at `revision`, as
+    `hf download --repo-type dataset` leaves it (blobs, snapshot symlinks, a ref)."""
+    repo = Path(cache_dir) / f"datasets--{repo_id.replace('/', '--')}"
+    commit = hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
+    for name, data in files.items():
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = repo / "snapshots" / commit / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / revision).write_text(commit)
+
+
+def parquet_bytes(texts, path):
+    pd.DataFrame({"text": texts}).to_parquet(path)
+    return path.read_bytes()
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path):
+    """No network: HF_HUB_OFFLINE, an empty datasets cache and a hub cache at tmp_path/hub."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    return tmp_path / "hub"
+
+
+HF = {"source": "hf", "path": "org/wiki", "name": "raw-v1", "split": "train", "val_fraction": 0.2}
+
+
+def test_hf_source_reads_the_hub_cache_offline(offline, tmp_path):
+    shards = {f"raw-v1/train-0000{k}-of-00002.parquet": [f" shard {k} line {i} " for i in range(20)] + [""]
+              for k in (0, 1)}
+    files = {name: parquet_bytes(texts, tmp_path / f"{k}.parquet") for k, (name, texts) in enumerate(shards.items())}
+    files["raw-v1/validation-00000-of-00001.parquet"] = parquet_bytes(["held out"], tmp_path / "v.parquet")
+    add_dataset_snapshot(offline, "org/wiki", "main", {"README.md": CARD.encode(), **files})
+    docs = build_corpus({**HF, "max_tokens": 100})
+    # Rows in shard order with their stream positions as ids (the empty row 20 is skipped);
+    # 25 four-word rows reach the 100-word budget.
+    expected = [(f"org/wiki:{i}", f"shard 0 line {i}") for i in range(20)]
+    expected += [(f"org/wiki:{21 + i}", f"shard 1 line {i}") for i in range(5)]
+    assert list(zip(docs["doc_id"], docs["text"])) == expected
+
+
+def test_hf_source_reads_a_pinned_revision_offline(offline, tmp_path):
+    for revision, word in (("main", "new"), ("v1", "old")):
+        data = parquet_bytes([f"{word} {i}" for i in range(10)], tmp_path / f"{revision}.parquet")
+        add_dataset_snapshot(offline, "org/wiki", revision, {"README.md": CARD.encode(),
+                                                             "raw-v1/train-00000-of-00001.parquet": data,
+                                                             "raw-v1/validation-00000-of-00001.parquet": data})
+    docs = build_corpus({**HF, "revision": "v1", "max_tokens": 1000})
+    assert docs["text"].tolist() == [f"old {i}" for i in range(10)]
+
+
+def test_hf_source_offline_without_a_copy_is_one_line(offline):
+    with pytest.raises(PipelineError) as raised:
+        build_corpus({**HF, "max_tokens": 100})
+    assert str(raised.value) == (
+        f"dataset org/wiki@main is not in the hub cache ({offline}) nor prepared in HF_DATASETS_CACHE and "
+        "HF_HUB_OFFLINE is set: fetch it once with the network: hf download org/wiki --repo-type dataset")
+
+
+def test_hf_source_offline_with_a_partial_snapshot_is_one_line(offline, tmp_path):
+    data = parquet_bytes(["text"], tmp_path / "t.parquet")
+    add_dataset_snapshot(offline, "org/wiki", "main", {"README.md": CARD.encode(),
+                                                       "raw-v1/train-00000-of-00001.parquet": data})
+    with pytest.raises(PipelineError) as raised:
+        build_corpus({**HF, "max_tokens": 100})
+    snapshot = next((offline / "datasets--org--wiki" / "snapshots").iterdir())
+    assert str(raised.value) == (
+        f"cannot read dataset org/wiki@main from the hub cache "
+        f"({snapshot}): Couldn't infer the same data file format for all splits. Got {{'train': ('parquet', {{}}), "
+        "'validation': (None, {})} (files missing? fetch them: hf download org/wiki --repo-type dataset)")
