@@ -7,10 +7,12 @@ from pathlib import Path
 import datasets
 import pandas as pd
 import pytest
+import torch
 from huggingface_hub import constants
 
 from tying.corpus import build_corpus
 from tying.errors import PipelineError
+from tying.unembed import lens_placement
 
 CARD = """---
 configs:
@@ -101,3 +103,21 @@ def test_hf_source_offline_with_a_partial_snapshot_is_one_line(offline, tmp_path
         f"cannot read dataset org/wiki@main from the hub cache "
         f"({snapshot}): Couldn't infer the same data file format for all splits. Got {{'train': ('parquet', {{}}), "
         "'validation': (None, {})} (files missing? fetch them: hf download org/wiki --repo-type dataset)")
+
+
+@pytest.mark.parametrize("device,dtype,placed,note", [
+    ("auto", "bfloat16", ("cpu", "float32"), "lens: no GPU, so lens.dtype bfloat16 runs as float32 on the CPU "
+                                            "(set lens.device: cpu to keep bfloat16)\n"),
+    ("auto", "float32", ("cpu", "float32"), ""),
+    ("cpu", "bfloat16", ("cpu", "bfloat16"), ""),
+])
+def test_lens_runs_float32_when_auto_finds_no_gpu(monkeypatch, capsys, device, dtype, placed, note):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert lens_placement(device, dtype) == placed
+    assert capsys.readouterr().err == note
+
+
+def test_lens_keeps_bfloat16_when_auto_finds_a_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert lens_placement("auto", "bfloat16") == ("cuda", "bfloat16")
+    assert capsys.readouterr().err == ""

@@ -6,6 +6,8 @@ norm. transformers' `hidden_states[-1]` is already normed in every supported fam
 state L is taken from the final norm's input instead; the readout of state L is then
 exactly the model's logits.
 """
+import sys
+
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -37,6 +39,21 @@ def frozen_model(path, *, device="cpu", dtype="float32"):
         raise PipelineError(f"cannot load a causal LM from {path}: {err}") from err
     final_norm(model)  # fail early on an unsupported family
     return model.to(device).eval().requires_grad_(False)
+
+
+def lens_placement(device, dtype):
+    """(device, dtype) the lens runs its frozen model in, for the config's `lens.device`, `lens.dtype`.
+
+    "auto" is CUDA when present; when it falls back to the CPU, bfloat16 becomes float32, said on
+    stderr (the job's log), since a CPU without native bfloat16 instructions emulates it, slower than
+    float32. An explicit "cpu" keeps bfloat16 (faster than float32 on CPUs with those instructions).
+    """
+    resolved = resolve_device(device)
+    if device == "auto" and resolved == "cpu" and dtype == "bfloat16":
+        print("lens: no GPU, so lens.dtype bfloat16 runs as float32 on the CPU "
+              "(set lens.device: cpu to keep bfloat16)", file=sys.stderr, flush=True)
+        return resolved, "float32"
+    return resolved, dtype
 
 
 def final_norm(model):
