@@ -2,14 +2,19 @@
 and one-value overrides from the command line."""
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import datasets
 import pandas as pd
 import pytest
 import torch
+import yaml
 from huggingface_hub import constants
 
+from snakerun import ROOT, snakemake
+from tying.config import typed_overrides
 from tying.corpus import build_corpus
 from tying.errors import PipelineError
 from tying.unembed import lens_placement
@@ -57,6 +62,7 @@ def offline(monkeypatch, tmp_path):
     return tmp_path / "hub"
 
 
+MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 HF = {"source": "hf", "path": "org/wiki", "name": "raw-v1", "split": "train", "val_fraction": 0.2}
 
 
@@ -121,3 +127,36 @@ def test_lens_keeps_bfloat16_when_auto_finds_a_gpu(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert lens_placement("auto", "bfloat16") == ("cuda", "bfloat16")
     assert capsys.readouterr().err == ""
+
+
+def test_config_overrides_are_read_as_yaml():
+    # As Snakemake hands them over: --config "lens={steps: 30, lr: 0.5}" "seeds=[0, 1]" "name=x",
+    # merged over the config file's values.
+    overrides = {"lens": {"steps": "30", "lr": "0.5"}, "seeds": ["0", "1"], "pairs": {"p": {"tied": {"hub": "org/m",
+                 "revision": "step1000"}}}, "train": {"checkpoints": ["0", "2"], "dtype": "bfloat16"}, "flag": "true"}
+    config = {"lens": {"steps": "30", "lr": "0.5", "batch_size": 8}, "seeds": ["0", "1"],
+              "pairs": {"p": {"tied": {"hub": "org/m", "revision": "step1000"}}},
+              "train": {"checkpoints": ["0", "2"], "dtype": "bfloat16", "steps": 10}, "flag": "true"}
+    typed_overrides(config, overrides)
+    assert config == {"lens": {"steps": 30, "lr": 0.5, "batch_size": 8}, "seeds": [0, 1],
+                      "pairs": {"p": {"tied": {"hub": "org/m", "revision": "step1000"}}},
+                      "train": {"checkpoints": [0, 2], "dtype": "bfloat16", "steps": 10}, "flag": True}
+    assert type(config["lens"]["steps"]) is int
+
+
+def test_nested_config_override_of_a_number_validates(tmp_path):
+    # -1 reaches the schema as an integer: the error is the range, not "'-1' is not of type 'integer'".
+    result = snakemake(tmp_path, "-n", "--config", "lens={steps: -1, lr: 0.5}", config=MICRO)
+    assert result.returncode != 0
+    assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 0"
+
+
+def test_a_second_configfile_merges_over_the_first(tmp_path):
+    # `--configfile config.yaml change.yaml`, as the README says to change a few keys of a config.
+    (tmp_path / "change.yaml").write_text("lens: {steps: -1}\n")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(MICRO))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n",
+           "--configfile", str(tmp_path / "config.yaml"), str(tmp_path / "change.yaml")]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 0"

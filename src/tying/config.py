@@ -85,3 +85,27 @@ def run_params(config, arch, variant):
     return {"family": config["architectures"][arch]["family"], **model_dims(config, arch), "tied": var["tied"],
             "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
             "checkpoints": sorted(train["checkpoints"]), **{k: train[k] for k in keys}}
+
+
+def typed_overrides(config, overrides):
+    """Read the text values of `snakemake --config` overrides as YAML, in `config` (where Snakemake
+    has merged them): it parses a nested `lens={steps: 30}` with every value a string ('30')."""
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            typed_overrides(config[key], value)
+        else:
+            config[key] = _typed(value)
+
+
+def _typed(value):
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return value if isinstance(parsed, (dict, list)) else parsed

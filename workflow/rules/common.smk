@@ -3,11 +3,12 @@ import sys
 
 from snakemake.utils import min_version
 
-from tying.config import check, run_params
+from tying.config import check, run_params, typed_overrides
 from tying.errors import PipelineError
 
 min_version("9.0")
 
+typed_overrides(config, workflow.config_settings.config)  # --config "lens={steps: 30}": 30, not '30'
 try:
     check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
