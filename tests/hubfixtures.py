@@ -150,11 +150,12 @@ def add_vocab_files_repo(cache_dir, repo_id="test-org/gpt-neo-vocab-files"):
         return add_snapshot(cache_dir, repo_id, "main", model_dir)
 
 
-# .bin-only repos, as older Pythia step branches and GPT-Neo-2.7B ship: repo id -> (build(seed) -> model,
-# seed, number of pytorch_model*.bin files), each stored at "main".
+# .bin-only repos, as Pythia's step branches and GPT-Neo-2.7B ship: repo id -> (build(seed) -> model,
+# seed, number of pytorch_model*.bin files, torch's zip serialization (else the legacy one)), at "main".
 BIN_REPOS = {
-    "test-org/gpt-neo-bin": (_gpt_neo, 8, 1),
-    "test-org/pythia-bin-sharded": (lambda seed: _pythia(seed).half(), 9, 3),
+    "test-org/gpt-neo-bin": (_gpt_neo, 8, 1, False),
+    "test-org/pythia-bin": (lambda seed: _pythia(seed).half(), 10, 1, True),
+    "test-org/pythia-bin-sharded": (lambda seed: _pythia(seed).half(), 9, 3, True),
 }
 
 
@@ -163,7 +164,7 @@ def bin_checkpoint(repo_id):
     (Pythia's embed_out.weight), input embedding first and output matrix last: a tied model's output
     matrix is the very tensor of its input one, and a GPT-NeoX keeps the causal-mask buffers older
     transformers saved, after the weights."""
-    build, seed, _ = BIN_REPOS[repo_id]
+    build, seed, _, _ = BIN_REPOS[repo_id]
     model = build(seed)
     with tempfile.TemporaryDirectory() as model_dir:
         model.save_pretrained(model_dir)
@@ -181,17 +182,17 @@ def bin_checkpoint(repo_id):
 
 
 def add_bin_repos(cache_dir):
-    """Store the BIN_REPOS with their tokenizer and only torch.save'd weights: pytorch_model.bin in torch's
-    legacy (pre-1.6, not zip) serialization, or pytorch_model-0000k-of-0000n.bin shards (tensors in
-    state-dict order) and pytorch_model.bin.index.json. Returns {repo_id: commit}."""
+    """Store the BIN_REPOS with their tokenizer and only torch.save'd weights: pytorch_model.bin (zip or
+    legacy serialization), or pytorch_model-0000k-of-0000n.bin shards (tensors in state-dict order) and
+    pytorch_model.bin.index.json. Returns {repo_id: commit}."""
     commits = {}
-    for repo_id, (_, _, shards) in BIN_REPOS.items():
+    for repo_id, (_, _, shards, zip_format) in BIN_REPOS.items():
         model, state = bin_checkpoint(repo_id)
         with tempfile.TemporaryDirectory() as model_dir:
             model.config.save_pretrained(model_dir)
             tiny_tokenizer().save_pretrained(model_dir)
             if shards == 1:
-                torch.save(state, Path(model_dir) / "pytorch_model.bin", _use_new_zipfile_serialization=False)
+                torch.save(state, Path(model_dir) / "pytorch_model.bin", _use_new_zipfile_serialization=zip_format)
             else:
                 names = list(state)
                 weight_map = {}
@@ -310,3 +311,67 @@ class _HubHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if send_body:
             self.wfile.write(body)
+
+
+# --- The survey's fake hub: planted structure, negative controls, every layout it reads ----------------------
+SURVEY_VOCAB = 400
+SURVEY_NOISE = 0.5  # planted matrices are a linear image of their source plus this much Gaussian noise per entry
+
+
+def word_tokenizer(words):
+    """A word-level fast tokenizer whose token i is words[i]; words[0] is the unknown and end-of-text token."""
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=words[0]))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token=words[0], eos_token=words[0])
+
+
+def _survey_olmo(words, hidden, tied, input_matrix, output_matrix=None):
+    """A one-layer OLMo over `words` whose embedding (and, untied, output) rows are the given matrices."""
+    config = OlmoConfig(vocab_size=len(words), hidden_size=hidden, intermediate_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+                        pad_token_id=0, tie_word_embeddings=tied)
+    model = _seeded(OlmoForCausalLM, config, 0)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(input_matrix)
+        if not tied:
+            model.lm_head.weight.copy_(output_matrix)
+    return model
+
+
+def build_survey_cache(cache_dir):
+    """A hub cache for the survey at "main": returns {repo_id: commit}.
+
+    test-org/survey-untied: untied (input U_in, output U_out, d = 16).
+    test-org/survey-tied: tied, d = 24, matrix = U_out A + noise (the planted claim); no lm_head tensor.
+    test-org/survey-sibling: untied, sharded safetensors, input U_in + noise and output U_out + noise (the
+    negative controls: its input matrix as "tied" must not look like an output matrix).
+    test-org/survey-tied-other-tokenizer: tied, d = 24, a different tokenizer holding 300 of the 400 token
+    strings (in another order): those rows are U_out A' + noise, the other 100 random.
+    """
+    g = torch.Generator().manual_seed(11)
+    words = ["[UNK]", *(f"w{i}" for i in range(1, SURVEY_VOCAB))]
+    u_in, u_out = torch.randn(SURVEY_VOCAB, 16, generator=g), torch.randn(SURVEY_VOCAB, 16, generator=g)
+
+    def noisy(x, width):
+        return x @ torch.randn(16, width, generator=g) / 4 + SURVEY_NOISE * torch.randn(len(x), width, generator=g)
+
+    shared = torch.randperm(SURVEY_VOCAB, generator=g)[:300].sort().values
+    other_words = ["[UNK]", *(words[i] for i in reversed(shared.tolist()) if i), *(f"x{i}" for i in range(100))]
+    other = torch.randn(len(other_words), 24, generator=g)
+    rows = [other_words.index(words[i]) for i in shared.tolist()]
+    other[rows] = noisy(u_out[shared], 24)
+    repos = {
+        "test-org/survey-untied": (words, _survey_olmo(words, 16, False, u_in, u_out), {}),
+        "test-org/survey-tied": (words, _survey_olmo(words, 24, True, noisy(u_out, 24)), {}),
+        "test-org/survey-sibling": (words, _survey_olmo(words, 16, False, u_in + SURVEY_NOISE * torch.randn(
+            SURVEY_VOCAB, 16, generator=g), u_out + SURVEY_NOISE * torch.randn(SURVEY_VOCAB, 16, generator=g)),
+            {"max_shard_size": "20KB"}),
+        "test-org/survey-tied-other-tokenizer": (other_words, _survey_olmo(other_words, 24, True, other), {}),
+    }
+    commits = {}
+    for repo_id, (vocab, model, save_kwargs) in repos.items():
+        with tempfile.TemporaryDirectory() as model_dir:
+            model.save_pretrained(model_dir, **save_kwargs)
+            word_tokenizer(vocab).save_pretrained(model_dir)
+            commits[repo_id] = add_snapshot(cache_dir, repo_id, "main", model_dir)
+    return commits

@@ -1,6 +1,7 @@
 """Pinned-revision fetches from a fake hub cache: whole models, and embeddings read by byte range."""
 import json
 import os
+import zipfile
 
 import pytest
 import torch
@@ -20,7 +21,8 @@ from hubfixtures import (
 )
 from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
-from tying.hub import fetch_model
+from tying.hub import fetch_model, plan_fetch
+from tying.torch_zip_ranges import ZIP_MAGIC
 
 EXPECTED_TENSORS = {
     "test-org/olmo-untied": {"model.embed_tokens.weight", "lm_head.weight"},
@@ -32,16 +34,17 @@ EXPECTED_TENSORS = {
 
 
 class CountingFileSystem(LocalFileSystem):
-    """The local file system, counting every byte read through it."""
+    """The local file system, counting every byte read through it; `reads` lists the
+    (file name, offset, length) of each read of an opened file."""
 
     cachable = False
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.bytes_read = 0
+        self.bytes_read, self.reads = 0, []
 
     def _open(self, path, mode="rb", **kwargs):
-        return _CountingFile(super()._open(path, mode, **kwargs), self)
+        return _CountingFile(super()._open(path, mode, **kwargs), self, os.path.basename(path))
 
     def cp_file(self, path1, path2, **kwargs):
         self.bytes_read += os.path.getsize(path1)
@@ -49,12 +52,14 @@ class CountingFileSystem(LocalFileSystem):
 
 
 class _CountingFile:
-    def __init__(self, f, fs):
-        self._f, self._fs = f, fs
+    def __init__(self, f, fs, name):
+        self._f, self._fs, self._name = f, fs, name
 
     def read(self, length=-1):
+        start = self._f.tell()
         data = self._f.read(length)
         self._fs.bytes_read += len(data)
+        self._fs.reads.append((self._name, start, len(data)))
         return data
 
     def __getattr__(self, name):
@@ -158,6 +163,15 @@ def test_unknown_revision_is_one_clear_line(hub, tmp_path):
     assert not (tmp_path / "model").exists()
 
 
+@pytest.mark.parametrize("revision", ["main", "0" * 40])
+def test_a_repository_absent_from_the_offline_cache_is_one_clear_line(hub, tmp_path, revision):
+    with pytest.raises(PipelineError) as error:
+        fetch_model("test-org/not-cached", revision, tmp_path / "model", embeddings_only=True)
+    assert str(error.value) == (
+        f"cannot fetch test-org/not-cached@{revision}: repository not in the local hub cache (HF_HUB_OFFLINE is set)"
+    )
+
+
 def test_unreachable_hub_is_one_clear_line(tmp_path, monkeypatch):
     use_hub_server(monkeypatch, "http://127.0.0.1:9", tmp_path / "empty-cache")  # closed port: refused at once
     with pytest.raises(PipelineError, match=r"^cannot fetch org/model@step0: hub unreachable \(offline\?\)"):
@@ -222,6 +236,7 @@ def test_a_failed_fetch_leaves_nothing_behind(tmp_path, monkeypatch):
     (tmp_path / "config-only" / "config.json").write_text("{}")
     add_snapshot(cache, "test-org/no-weights", "main", tmp_path / "config-only")
     use_hub_cache(monkeypatch, cache)
+    (tmp_path / "out").mkdir()
     with pytest.raises(PipelineError) as error:
         fetch_model("test-org/no-weights", "main", tmp_path / "out" / "model", embeddings_only=True)
     assert str(error.value) == (
@@ -233,10 +248,12 @@ def test_a_failed_fetch_leaves_nothing_behind(tmp_path, monkeypatch):
 
 BIN_EMBEDDINGS = {
     "test-org/gpt-neo-bin": {"transformer.wte.weight"},  # its lm_head.weight is the same tensor: dropped
+    "test-org/pythia-bin": {"gpt_neox.embed_in.weight", "embed_out.weight"},
     "test-org/pythia-bin-sharded": {"gpt_neox.embed_in.weight", "embed_out.weight"},
 }
 BIN_SHARDS_READ = {
     "test-org/gpt-neo-bin": "pytorch_model.bin",
+    "test-org/pythia-bin": "pytorch_model.bin",
     "test-org/pythia-bin-sharded": ["pytorch_model-00001-of-00003.bin", "pytorch_model-00003-of-00003.bin"],
 }
 
@@ -252,7 +269,6 @@ def snapshot_sizes(cache, repo_id, commit):
 
 @pytest.mark.parametrize("repo_id", sorted(BIN_EMBEDDINGS))
 def test_embedding_only_fetch_of_a_bin_checkpoint_converts_just_the_embeddings(hub, bin_commits, tmp_path, repo_id):
-    cache, _ = hub
     record = fetch_model(repo_id, "main", tmp_path / "model", embeddings_only=True)
 
     _, stored = bin_checkpoint(repo_id)
@@ -263,9 +279,6 @@ def test_embedding_only_fetch_of_a_bin_checkpoint_converts_just_the_embeddings(h
         assert torch.equal(tensor, stored[name])
     assert record["converted_from"] == BIN_SHARDS_READ[repo_id]
     assert json.loads((tmp_path / "model" / "source.json").read_text()) == record
-    sizes = snapshot_sizes(cache, repo_id, bin_commits[repo_id])
-    skipped = {"pytorch_model-00002-of-00003.bin"} & set(sizes)
-    assert record["bytes_read"] == sum(n for name, n in sizes.items() if name not in skipped)
     assert {p.name for p in (tmp_path / "model").iterdir()} == {
         "config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors", "source.json"}
     embeddings = load_embeddings(tmp_path / "model")
@@ -274,6 +287,52 @@ def test_embedding_only_fetch_of_a_bin_checkpoint_converts_just_the_embeddings(h
     in_name = "transformer.wte.weight" if tied else "gpt_neox.embed_in.weight"
     assert torch.equal(embeddings.input, stored[in_name].float())
     assert tied or torch.equal(embeddings.output, stored["embed_out.weight"].float())
+
+
+def zip_entries_read(path, reads):
+    """Names of the entries of the zip archive `path` (local header and data) that one of `reads`
+    ((offset, length) pairs) overlaps; a read of the central directory or end record names none."""
+    with zipfile.ZipFile(path) as archive:
+        infos = sorted(archive.infolist(), key=lambda info: info.header_offset)
+        ends = [info.header_offset for info in infos[1:]] + [archive.start_dir]
+    return {info.filename.split("/", 1)[1] for info, end in zip(infos, ends)
+            for offset, length in reads if length and offset < end and info.header_offset < offset + length}
+
+
+@pytest.mark.parametrize("repo_id", ["test-org/pythia-bin", "test-org/pythia-bin-sharded"])
+def test_a_zip_bin_checkpoint_is_read_at_its_index_and_embedding_storages_only(hub, bin_commits, tmp_path, repo_id):
+    cache, _ = hub
+    fs = CountingFileSystem()
+    record = fetch_model(repo_id, "main", tmp_path / "model", embeddings_only=True, fs=fs)
+
+    folder = snapshot_dir(cache, repo_id, bin_commits[repo_id])
+    _, stored = bin_checkpoint(repo_id)
+    bins = [p for p in sorted(folder.iterdir()) if p.suffix == ".bin"]
+    for path in bins:
+        reads = [(offset, length) for name, offset, length in fs.reads if name == path.name]
+        entries = zip_entries_read(path, reads)
+        with zipfile.ZipFile(path) as archive:
+            index = torch.load(path, weights_only=True, map_location="meta")
+            in_shard = [name for name in BIN_EMBEDDINGS[repo_id] if name in index]
+            data_read = sorted(archive.getinfo(f"{path.stem}/{e}").file_size for e in entries if e.startswith("data/"))
+        if not in_shard:
+            assert reads == []  # pytorch_model-00002-of-00003.bin: not opened
+            continue
+        assert entries == {"data.pkl", "byteorder"} | {e for e in entries if e.startswith("data/")}
+        assert data_read == sorted(stored[name].nbytes for name in in_shard)
+    weights = sum(p.stat().st_size for p in bins)
+    assert fs.bytes_read == record["bytes_read"] < weights / 2
+    assert record["bytes_read"] == plan_fetch(repo_id, "main", embeddings_only=True, fs=fs)["bytes"]
+
+
+def test_a_legacy_bin_checkpoint_is_read_whole(hub, bin_commits, tmp_path):
+    cache, _ = hub
+    repo = "test-org/gpt-neo-bin"
+    record = fetch_model(repo, "main", tmp_path / "model", embeddings_only=True)
+
+    size = (snapshot_dir(cache, repo, bin_commits[repo]) / "pytorch_model.bin").stat().st_size
+    assert record["bytes_read"] - len(ZIP_MAGIC) - size == sum(
+        n for name, n in snapshot_sizes(cache, repo, bin_commits[repo]).items() if name != "pytorch_model.bin")
 
 
 @pytest.mark.parametrize("repo_id", sorted(BIN_EMBEDDINGS))
@@ -286,7 +345,7 @@ def test_full_fetch_of_a_bin_checkpoint_loads_as_the_original_model(hub, bin_com
     assert set(fetched) == set(stored) - ({"lm_head.weight"} if original.config.tie_word_embeddings else set())
     assert all(torch.equal(fetched[name], stored[name]) for name in fetched)
     assert record["bytes_read"] == sum(snapshot_sizes(cache, repo_id, bin_commits[repo_id]).values())
-    assert record["converted_from"] == ("pytorch_model.bin" if repo_id == "test-org/gpt-neo-bin" else
+    assert record["converted_from"] == ("pytorch_model.bin" if repo_id != "test-org/pythia-bin-sharded" else
                                         [f"pytorch_model-0000{k}-of-00003.bin" for k in (1, 2, 3)])
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "model").state_dict()
     expected = original.state_dict()
@@ -295,17 +354,25 @@ def test_full_fetch_of_a_bin_checkpoint_loads_as_the_original_model(hub, bin_com
         assert torch.equal(loaded[name].to(tensor.dtype), tensor), name
 
 
-def test_online_sharded_bin_embedding_fetch_downloads_only_the_embedding_shards(bin_commits, hub_server, tmp_path):
-    repo = "test-org/pythia-bin-sharded"
+@pytest.mark.parametrize("repo_id", ["test-org/gpt-neo-bin", "test-org/pythia-bin-sharded"])
+def test_online_bin_embedding_fetch_downloads_ranges_of_zip_shards_and_legacy_files_whole(
+        bin_commits, hub_server, tmp_path, repo_id):
     cache, _, sent = hub_server
-    record = fetch_model(repo, "main", tmp_path / "model", embeddings_only=True)
+    record = fetch_model(repo_id, "main", tmp_path / "model", embeddings_only=True)
 
-    assert {name for name in sent if name.endswith(".bin")} == set(BIN_SHARDS_READ[repo])
+    shards = BIN_SHARDS_READ[repo_id]
+    shards = [shards] if isinstance(shards, str) else shards
+    sizes = snapshot_sizes(cache, repo_id, bin_commits[repo_id])
+    assert {name for name in sent if name.endswith(".bin")} == set(shards)
     assert sum(sent.values()) == record["bytes_read"]
-    assert record["commit"] == bin_commits[repo]
-    _, stored = bin_checkpoint(repo)
+    if repo_id == "test-org/gpt-neo-bin":
+        assert sent["pytorch_model.bin"] == len(ZIP_MAGIC) + sizes["pytorch_model.bin"]
+    else:
+        assert all(0 < sent[shard] < sizes[shard] / 2 for shard in shards)
+    assert record["commit"] == bin_commits[repo_id]
+    _, stored = bin_checkpoint(repo_id)
     fetched = load_file(tmp_path / "model" / "model.safetensors")
-    assert set(fetched) == BIN_EMBEDDINGS[repo]
+    assert set(fetched) == BIN_EMBEDDINGS[repo_id]
     assert all(torch.equal(fetched[name], stored[name]) for name in fetched)
     assert not [p.name for p in (tmp_path / "model").iterdir() if p.is_dir() or p.suffix == ".bin"]
 
@@ -320,3 +387,28 @@ def test_a_bin_that_is_not_plain_weights_is_refused_in_one_line(tmp_path, monkey
     with pytest.raises(PipelineError, match=r"^cannot fetch test-org/pickle@main: pytorch_model\.bin: not loadable as "
                                             r"a weights-only torch checkpoint: [^\n]+$"):
         fetch_model("test-org/pickle", "main", tmp_path / "out" / "model", embeddings_only=True)
+
+
+@pytest.mark.parametrize("embeddings_only", [True, False])
+@pytest.mark.parametrize("repo_id", [*sorted(EXPECTED_TENSORS), *sorted(BIN_EMBEDDINGS)])
+def test_the_plan_states_the_bytes_a_fetch_reads_from_each_file(hub, bin_commits, tmp_path, repo_id, embeddings_only):
+    cache, commits = hub
+    revision = "step0" if repo_id == "test-org/olmo-untied" else "main"
+    plan = plan_fetch(repo_id, revision, embeddings_only)
+    record = fetch_model(repo_id, revision, tmp_path / "model", embeddings_only)
+
+    assert plan["bytes"] == record["bytes_read"] == sum(plan["files"].values())
+    assert plan["commit"] == record["commit"]
+    sizes = snapshot_sizes(cache, repo_id, plan["commit"])
+    assert all(0 < n <= sizes[name] + len(ZIP_MAGIC) for name, n in plan["files"].items())
+    weights = {name for name in sizes if name.endswith((".safetensors", ".bin"))}
+    assert embeddings_only or weights <= set(plan["files"])
+
+
+def test_the_plan_of_an_online_fetch_is_what_the_hub_sends(bin_commits, hub_server, tmp_path):
+    _, _, sent = hub_server
+    for repo_id in ("test-org/qwen3-untied-sharded", "test-org/pythia-bin"):
+        plan = plan_fetch(repo_id, "main", embeddings_only=True)
+        sent.clear()
+        fetch_model(repo_id, "main", tmp_path / repo_id, embeddings_only=True)
+        assert dict(sent) == plan["files"]

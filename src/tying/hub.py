@@ -4,8 +4,11 @@ Files are read through an fsspec file system: `HfFileSystem` (paths `{repo_id}@{
 or, when HF_HUB_OFFLINE is set, the local file system over the snapshot in the hub cache
 (HF_HUB_CACHE / HF_HOME). The embedding-only fetch reads each safetensors header and then
 only the byte ranges of the embedding and output tensors. A revision stored only as
-pytorch_model.bin (older Pythia step branches, GPT-Neo-2.7B) is downloaded whole (a pickle
-cannot be range-read; sharded, only the shards it needs) and converted to model.safetensors.
+pytorch_model.bin (Pythia's step branches, GPT-Neo-2.7B) is converted to model.safetensors:
+for the embeddings alone, a torch zip checkpoint is read by range too (central directory,
+data.pkl, then only the embeddings' storages; sharded, only the shards holding them) and a
+legacy (pre-zip) one downloaded whole; a full fetch downloads every .bin file whole.
+`plan_fetch` says, from the same metadata, how many bytes a fetch will read.
 """
 import fnmatch
 import json
@@ -14,7 +17,9 @@ import pickle
 import posixpath
 import tempfile
 import zipfile
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -32,10 +37,12 @@ from huggingface_hub.file_download import repo_folder_name
 from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
+from tying.checkpoint_files import weight_digests
 from tying.embeddings import LAYOUTS
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.safetensors_ranges import copy_range, header_bytes, read_header
+from tying.torch_zip_ranges import CountingReader, TorchZip, is_torch_zip, unpickle_error
 
 # Every input-embedding and output-projection tensor name the embedding reader knows.
 EMBEDDING_TENSORS = tuple(dict.fromkeys(name for layout in LAYOUTS for name in layout))
@@ -73,17 +80,13 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
     file, or list of shards, read) for a converted checkpoint.
     """
     offline = constants.is_offline_mode()
-    with _fetch_errors(repo_id, revision, offline):
-        commit = resolve_commit(repo_id, revision)
-        default_fs, root = _snapshot(repo_id, commit, offline)
-        fs = fs or default_fs
-        if not fs.isdir(root):
-            raise PipelineError(f"commit {commit} not found" + (" in the local hub cache" if offline else ""))
-        names = sorted(posixpath.basename(path) for path in fs.ls(root, detail=False))
+    with _fetch_errors(repo_id, revision, offline), ExitStack() as stack:
+        commit, fs, root, sizes = _revision_files(repo_id, revision, offline, fs)
+        weights = _weight_reads(fs, root, sizes, embeddings_only, stack)
         with atomic_path(dest) as tmp:
             tmp.mkdir()
-            bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in names if _is_config(name))
-            weight_bytes, converted = _fetch_weights(fs, root, names, tmp, embeddings_only)
+            bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in _config_files(sizes))
+            weight_bytes, converted = weights.write(tmp)
             if not (tmp / "tokenizer.json").is_file():  # e.g. GPT-Neo-2.7B ships only vocab.json + merges.txt
                 AutoTokenizer.from_pretrained(tmp).backend_tokenizer.save(str(tmp / "tokenizer.json"))
             record = {
@@ -93,9 +96,23 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
                 "embeddings_only": bool(embeddings_only),
                 "bytes_read": bytes_read + weight_bytes,
                 **converted,
+                "weights": weight_digests(tmp),  # checked by every reader (tying.checkpoint_files)
             }
             (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     return record
+
+
+def plan_fetch(repo_id, revision, embeddings_only, fs=None):
+    """What `fetch_model` would read, from the file listing and the checkpoint's metadata only
+    (safetensors headers; a torch zip's central directory and data.pkl). Returns
+    {repo_id, revision, commit, embeddings_only, files: {file name: bytes read from it}, bytes}."""
+    offline = constants.is_offline_mode()
+    with _fetch_errors(repo_id, revision, offline), ExitStack() as stack:
+        commit, fs, root, sizes = _revision_files(repo_id, revision, offline, fs)
+        files = {name: sizes[name] for name in _config_files(sizes)}
+        files.update(_weight_reads(fs, root, sizes, embeddings_only, stack).files)
+    return {"repo_id": repo_id, "revision": revision, "commit": commit, "embeddings_only": bool(embeddings_only),
+            "files": files, "bytes": sum(files.values())}
 
 
 def resolve_commit(repo_id, revision):
@@ -105,26 +122,45 @@ def resolve_commit(repo_id, revision):
     return resolved.resolved
 
 
-def _snapshot(repo_id, commit, offline):
-    """(file system, root path) of the files of `repo_id` at `commit`."""
-    if offline:
-        folder = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
-        return LocalFileSystem(), str(folder / "snapshots" / commit)
-    return HfFileSystem(), f"{repo_id}@{commit}"
+def _revision_files(repo_id, revision, offline, fs):
+    """(commit, file system, root path, {file name: size}) of `repo_id` at `revision`; `fs`
+    replaces the default file system when given."""
+    folder = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+    if offline and not folder.is_dir():
+        raise PipelineError("repository not in the local hub cache (HF_HUB_OFFLINE is set)")
+    commit = resolve_commit(repo_id, revision)
+    default_fs, root = (LocalFileSystem(), str(folder / "snapshots" / commit)) if offline else (
+        HfFileSystem(), f"{repo_id}@{commit}")
+    fs = fs or default_fs
+    if not fs.isdir(root):
+        raise PipelineError(f"commit {commit} not found" + (" in the local hub cache" if offline else ""))
+    return commit, fs, root, {posixpath.basename(info["name"]): info["size"] for info in fs.ls(root, detail=True)}
 
 
-def _is_config(name):
-    return any(fnmatch.fnmatch(name, pattern) for pattern in CONFIG_FILES)
+def _config_files(names):
+    return sorted(name for name in names if any(fnmatch.fnmatch(name, pattern) for pattern in CONFIG_FILES))
 
 
-def _fetch_weights(fs, root, names, out_dir, embeddings_only):
-    """Write the checkpoint's weights into `out_dir`: safetensors as they are, or only the
-    EMBEDDING_TENSORS in one model.safetensors; pytorch_model.bin converted to model.safetensors.
-    `names`: the files at `root`. Returns (bytes read, the record's extra fields)."""
-    if INDEX_FILE in names or SINGLE_FILE in names:
-        return _fetch_safetensors(fs, root, names, out_dir, embeddings_only), {}
-    if BIN_INDEX_FILE in names or BIN_FILE in names:
-        return _convert_bin(fs, root, names, out_dir, embeddings_only)
+@dataclass
+class _WeightReads:
+    """The weight files a fetch reads, their headers or index already read."""
+
+    files: dict  # {file name: bytes the fetch reads from it, metadata already read included}
+    write: Callable  # write(out_dir) -> (bytes read, the record's extra fields)
+
+
+def _weight_reads(fs, root, sizes, embeddings_only, stack):
+    """The _WeightReads that put the checkpoint's weights into a folder: safetensors as they are,
+    or only the EMBEDDING_TENSORS in one model.safetensors; pytorch_model.bin converted to
+    model.safetensors. `sizes`: {file name: size} at `root`; `stack` holds the open files."""
+    if INDEX_FILE in sizes or SINGLE_FILE in sizes:
+        index, shards = _shards(fs, root, sizes, INDEX_FILE, SINGLE_FILE, embeddings_only)
+        if embeddings_only:
+            return _safetensors_embeddings(fs, root, index, shards, stack)
+        return _safetensors_whole(fs, root, index, shards, sizes)
+    if BIN_INDEX_FILE in sizes or BIN_FILE in sizes:
+        index, shards = _shards(fs, root, sizes, BIN_INDEX_FILE, BIN_FILE, embeddings_only)
+        return _bin_conversion(fs, root, index, shards, sizes, embeddings_only, stack)
     raise PipelineError(f"no {SINGLE_FILE} or {BIN_FILE} (single or sharded with an .index.json) at this revision")
 
 
@@ -141,33 +177,82 @@ def _shards(fs, root, names, index_name, single_name, embeddings_only):
     return index, sorted({weight_map[name] for name in wanted})
 
 
-def _fetch_safetensors(fs, root, names, out_dir, embeddings_only):
-    """The safetensors case of _fetch_weights; returns the bytes read."""
-    index, shards = _shards(fs, root, names, INDEX_FILE, SINGLE_FILE, embeddings_only)
-    if embeddings_only:
-        return len(index) + _write_embeddings(fs, [f"{root}/{shard}" for shard in shards], out_dir / SINGLE_FILE)
-    if index:
-        (out_dir / INDEX_FILE).write_bytes(index)
-    return len(index) + sum(_copy_file(fs, f"{root}/{shard}", out_dir / shard) for shard in shards)
+def _index_files(index, index_name):
+    return {index_name: len(index)} if index else {}
 
 
-def _convert_bin(fs, root, names, out_dir, embeddings_only):
-    """The pytorch_model.bin case of _fetch_weights: download the (needed) .bin files whole,
-    load them memory-mapped and write their tensors, or only the EMBEDDING_TENSORS, as
-    `out_dir`/model.safetensors. Returns (bytes read, {"converted_from": file or shard list})."""
-    index, shards = _shards(fs, root, names, BIN_INDEX_FILE, BIN_FILE, embeddings_only)
-    bytes_read, tensors = len(index), {}
-    with tempfile.TemporaryDirectory(dir=out_dir) as downloads:
-        for shard in shards:
-            path, nbytes = _local_file(fs, f"{root}/{shard}", Path(downloads) / shard)
-            bytes_read += nbytes
-            tensors.update(_load_bin(path, shard))
+def _safetensors_whole(fs, root, index, shards, sizes):
+    """Copy the safetensors shards, and their index, as they are."""
+    def write(out_dir):
+        if index:
+            (out_dir / INDEX_FILE).write_bytes(index)
+        return len(index) + sum(_copy_file(fs, f"{root}/{shard}", out_dir / shard) for shard in shards), {}
+
+    return _WeightReads(_index_files(index, INDEX_FILE) | {shard: sizes[shard] for shard in shards}, write)
+
+
+def _safetensors_embeddings(fs, root, index, shards, stack):
+    """One model.safetensors of the EMBEDDING_TENSORS found in the safetensors `shards`, reading
+    only their headers (now) and those tensors' byte ranges (when written)."""
+    files, parts, metadata = _index_files(index, INDEX_FILE), [], {}
+    for shard in shards:
+        src = stack.enter_context(fs.open(f"{root}/{shard}", "rb", cache_type="none"))
+        tensors, file_metadata, data_start = read_header(src, shard)
+        metadata.update(file_metadata)
+        files[shard] = data_start
+        for name in EMBEDDING_TENSORS:
+            if name in tensors:
+                begin, end = tensors[name]["data_offsets"]
+                parts.append((src, name, tensors[name], data_start + begin, end - begin))
+                files[shard] += end - begin
+    if not parts:
+        raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in the checkpoint")
+
+    def write(out_dir):
+        with open(out_dir / SINGLE_FILE, "wb") as dst:
+            dst.write(header_bytes([(name, t["dtype"], t["shape"], n) for _, name, t, _, n in parts], metadata))
+            for src, _, _, start, nbytes in parts:
+                copy_range(src, dst, start, nbytes)
+        return sum(files.values()), {}
+
+    return _WeightReads(files, write)
+
+
+def _bin_conversion(fs, root, index, shards, sizes, embeddings_only, stack):
+    """One model.safetensors of the tensors, or only the EMBEDDING_TENSORS, of the pytorch_model.bin
+    `shards`. embeddings_only, a torch zip shard is indexed now (central directory, data.pkl) and
+    only the embeddings' storages are read; a legacy (pre-zip) one, and every shard of a full
+    fetch, is downloaded whole and loaded (memory-mapped when it is a zip)."""
+    files, opened = _index_files(index, BIN_INDEX_FILE), {}
+    for shard in shards:
+        files[shard] = sizes[shard]
         if embeddings_only:
-            tensors = {name: tensor for name, tensor in tensors.items() if name in EMBEDDING_TENSORS}
-            if not tensors:
-                raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {', '.join(shards)}")
-        save_file(_unshared(tensors), out_dir / SINGLE_FILE, metadata={"format": "pt"})
-    return bytes_read, {"converted_from": shards if index else shards[0]}
+            reader = CountingReader(stack.enter_context(fs.open(f"{root}/{shard}", "rb", cache_type="none")))
+            archive = TorchZip(reader, shard) if is_torch_zip(reader) else None
+            wanted = [name for name in EMBEDDING_TENSORS if name in archive.layout] if archive else None
+            opened[shard] = reader, archive, wanted
+            files[shard] = reader.bytes_read + (archive.storage_bytes(wanted) if archive else sizes[shard])
+
+    def write(out_dir):
+        bytes_read, tensors = len(index), {}
+        with tempfile.TemporaryDirectory(dir=out_dir) as downloads:
+            for shard in shards:
+                reader, archive, wanted = opened.get(shard, (None, None, None))
+                if archive:
+                    tensors.update(archive.tensors(wanted))
+                else:
+                    path, nbytes = _local_file(fs, f"{root}/{shard}", Path(downloads) / shard)
+                    bytes_read += nbytes
+                    tensors.update(_load_bin(path, shard))
+                bytes_read += reader.bytes_read if reader else 0
+            if embeddings_only:
+                tensors = {name: tensor for name, tensor in tensors.items() if name in EMBEDDING_TENSORS}
+                if not tensors:
+                    raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {', '.join(shards)}")
+            save_file(_unshared(tensors), out_dir / SINGLE_FILE, metadata={"format": "pt"})
+        return bytes_read, {"converted_from": shards if index else shards[0]}
+
+    return _WeightReads(files, write)
 
 
 def _local_file(fs, path, download):
@@ -184,8 +269,7 @@ def _load_bin(path, name):
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except (RuntimeError, pickle.UnpicklingError) as error:
-        raise PipelineError(f"{name}: not loadable as a weights-only torch checkpoint: "
-                            + (str(error).splitlines() or [""])[0]) from None
+        raise unpickle_error(name, error) from None
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise PipelineError(f"{name}: not a state dict of tensors")
     return state
@@ -213,30 +297,6 @@ def _copy_file(fs, path, local):
     """Copy one whole file to the local path; returns its size in bytes."""
     fs.get_file(path, str(local))
     return local.stat().st_size
-
-
-def _write_embeddings(fs, paths, out):
-    """Write to `out` a safetensors file of the EMBEDDING_TENSORS found in the safetensors `paths`,
-    reading only their headers and those tensors' byte ranges; returns the bytes read."""
-    with ExitStack() as stack:
-        parts, metadata, bytes_read = [], {}, 0
-        for path in paths:
-            src = stack.enter_context(fs.open(path, "rb", cache_type="none"))
-            tensors, file_metadata, data_start = read_header(src, posixpath.basename(path))
-            metadata.update(file_metadata)
-            bytes_read += data_start
-            for name in EMBEDDING_TENSORS:
-                if name in tensors:
-                    begin, end = tensors[name]["data_offsets"]
-                    parts.append((src, name, tensors[name], data_start + begin, end - begin))
-        if not parts:
-            raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in the checkpoint")
-        with open(out, "wb") as dst:
-            dst.write(header_bytes([(name, t["dtype"], t["shape"], n) for _, name, t, _, n in parts], metadata))
-            for src, _, _, start, nbytes in parts:
-                copy_range(src, dst, start, nbytes)
-                bytes_read += nbytes
-    return bytes_read
 
 
 @contextmanager
