@@ -45,21 +45,30 @@ def _docstrings(path):
                 yield doc.strip()
 
 
-def hf_documents(path, name=None, split="train", revision=None, text_field="text", max_tokens=1_000_000):
+def hf_documents(path, name=None, split="train", revision=None, text_field="text", max_tokens=1_000_000,
+                 shard=(0, 1)):
     """Yield (doc_id, text) streamed from a Hugging Face dataset until ~max_tokens words are read.
+
+    shard (index, count): only that contiguous block of the dataset's data files (corpus.shards),
+    its ids prefixed by the index when count > 1.
 
     Online the rows come from the hub; with HF_HUB_OFFLINE set, from `hf_rows`' local copies, in the
     same order, so the documents and their ids (hence the split) do not depend on the network.
     """
     where = f"{path}{'/' + name if name else ''} [{split}]"
     try:
-        seen = 0
-        for i, row in enumerate(hf_rows(path, name, split, revision)):
+        seen, (index, count) = 0, shard
+        rows = hf_rows(path, name, split, revision)
+        if count > 1:
+            if rows.num_shards < count:
+                raise PipelineError(f"dataset {where} has {rows.num_shards} data files, fewer than corpus.shards ({count})")
+            rows = rows.shard(count, index)
+        for i, row in enumerate(rows):
             if text_field not in row:
                 raise PipelineError(f"dataset {where} has no field {text_field!r} (corpus.text_field)")
             text = (row[text_field] or "").strip()
             if text:
-                yield f"{path}:{i}", text
+                yield (f"{path}:{i}" if count == 1 else f"{path}:{index}:{i}"), text
                 seen += len(text.split())
                 if seen >= max_tokens:
                     return
