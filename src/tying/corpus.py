@@ -114,7 +114,7 @@ def local_documents(paths, text_field="text"):
         if p.suffix == ".txt":
             rows = [p.read_text(encoding="utf-8")]
         elif p.suffix in (".jsonl", ".json"):
-            rows = [json.loads(line).get(text_field, "") for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = _json_lines(p, text_field)
         elif p.suffix == ".parquet":
             frame = pd.read_parquet(p)
             if text_field not in frame:
@@ -125,6 +125,14 @@ def local_documents(paths, text_field="text"):
         for i, text in enumerate(rows):
             if text and text.strip():
                 yield f"{p.name}:{i}", text.strip()
+
+
+def _json_lines(path, text_field):
+    """The `text_field` of each non-empty line of a JSON lines file, read line by line."""
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                yield json.loads(line).get(text_field, "")
 
 
 def split_of(doc_id, val_fraction):
