@@ -160,3 +160,18 @@ def test_a_second_configfile_merges_over_the_first(tmp_path):
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 0"
+
+
+def test_corpus_job_reads_the_hub_cache_with_hf_hub_offline(tmp_path):
+    # The whole path a user runs: HF_HUB_OFFLINE and HF_HUB_CACHE in the environment, the corpus rule.
+    data = parquet_bytes([f"line {i} of text" for i in range(40)], tmp_path / "t.parquet")
+    add_dataset_snapshot(tmp_path / "hub", "org/wiki", "main", {
+        "README.md": CARD.encode(), "raw-v1/train-00000-of-00001.parquet": data,
+        "raw-v1/validation-00000-of-00001.parquet": data})
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"),
+           "HF_DATASETS_CACHE": str(tmp_path / "datasets")}
+    config = {**MICRO, "corpus": {**HF, "max_tokens": 60}}
+    result = snakemake(tmp_path, "results/corpus/documents.parquet", config=config, env=env)
+    assert result.returncode == 0, result.stderr
+    docs = pd.read_parquet(tmp_path / "results" / "corpus" / "documents.parquet")
+    assert docs["doc_id"].tolist() == [f"org/wiki:{i}" for i in range(15)]  # 15 x 4 words = 60
