@@ -65,3 +65,12 @@ def test_dry_run_of_a_hub_pair_without_evolution_stops_in_one_line(tmp_path):
     lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
     assert lines == [f"config error: figures.fig3: {NO_EVOLUTION}"]
     assert not (tmp_path / "results").exists()
+
+
+def test_analysis_rows_defaults_to_the_tokenizers_and_takes_only_the_two_conventions():
+    config = copy.deepcopy(MICRO)
+    check(config, SCHEMA)
+    assert config["analysis"]["rows"] == "tokenizer"
+    config["analysis"]["rows"] = "padded"
+    with pytest.raises(PipelineError, match=r"^analysis.rows: 'padded' is not one of \['tokenizer', 'matrix'\]$"):
+        check(config, SCHEMA)

@@ -148,3 +148,46 @@ def test_missing_pieces_are_pipeline_errors(tmp_path):
     d = write_model(tmp_path / "z", {"model.embed_tokens.weight": torch.randn(5, 3)}, {"tie_word_embeddings": True})
     with pytest.raises(PipelineError, match="fewer than"):
         load_embeddings(d)
+
+
+def class_default_config(config_class, **kwargs):
+    """config.json as a hub repository ships it: the model_type, no tie_word_embeddings key."""
+    config = config_class(vocab_size=10, hidden_size=4, **kwargs).to_dict()
+    config.pop("tie_word_embeddings", None)
+    return config
+
+
+def test_an_unstated_tie_follows_the_model_types_class_default(tmp_path):
+    """GPT-Neo ties by its class default: a stored lm_head copy is ignored, as transformers ignores it."""
+    from transformers import GPTNeoConfig, GPTNeoXConfig
+
+    wte = torch.randn(10, 4)
+    neo = write_model(tmp_path / "neo", {"transformer.wte.weight": wte, "lm_head.weight": torch.randn(10, 4)},
+                      class_default_config(GPTNeoConfig, num_layers=1, num_heads=2,
+                                           attention_types=[[["global"], 1]]))
+    e = load_embeddings(neo)
+    assert e.tied and e.input is e.output and torch.equal(e.input, wte)
+    neox_config = class_default_config(GPTNeoXConfig, num_attention_heads=2)
+    emb_in, emb_out = torch.randn(10, 4), torch.randn(10, 4)
+    neox = write_model(tmp_path / "neox", {"gpt_neox.embed_in.weight": emb_in, "embed_out.weight": emb_out},
+                       neox_config)
+    e = load_embeddings(neox)
+    assert not e.tied and torch.equal(e.output, emb_out)
+    half = write_model(tmp_path / "half", {"gpt_neox.embed_in.weight": emb_in}, neox_config)
+    with pytest.raises(PipelineError, match="config says untied but no embed_out.weight is stored"):
+        load_embeddings(half)
+
+
+def test_matrix_rows_keep_the_padding_rows_with_no_token(tmp_path):
+    emb_in, emb_out = torch.randn(16, 4), torch.randn(16, 4)
+    d = write_model(tmp_path / "olmo", {"model.embed_tokens.weight": emb_in, "lm_head.weight": emb_out},
+                    {"tie_word_embeddings": False})
+    e = load_embeddings(d, rows="matrix")
+    assert torch.equal(e.input, emb_in) and torch.equal(e.output, emb_out)
+    assert e.tokens == (*WORDS, *[None] * 6)
+    assert load_embeddings(d, rows="tokenizer").tokens == tuple(WORDS)
+    tied = write_model(tmp_path / "tied", {"model.embed_tokens.weight": emb_in}, {"tie_word_embeddings": True})
+    e = load_embeddings(tied, rows="matrix")
+    assert e.tied and e.input is e.output and e.input.shape == (16, 4)
+    with pytest.raises(PipelineError, match="^rows must be one of tokenizer, matrix, got 'all'$"):
+        load_embeddings(d, rows="all")

@@ -1,16 +1,19 @@
 """Read a model's token embedding and output matrices straight from its safetensors.
 
-No model is instantiated: only the one or two tensors needed are read, in float32,
-trimmed to the tokenizer's real vocabulary (OLMo pads 50280 rows to 50304).
+No model is instantiated: only the one or two tensors needed are read, in float32, by default
+trimmed to the tokenizer's real vocabulary (OLMo pads 50280 rows to 50304); `rows="matrix"`
+keeps every stored row, as the paper authors' scripts do.
 """
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from tokenizers import Tokenizer
 
+from tying.checkpoint_files import verify
 from tying.errors import PipelineError
 
 # (input embedding, output projection) tensor names of each checkpoint layout.
@@ -19,6 +22,7 @@ LAYOUTS = (
     ("gpt_neox.embed_in.weight", "embed_out.weight"),  # GPT-NeoX, Pythia
     ("transformer.wte.weight", "lm_head.weight"),  # GPT-Neo, GPT-2
 )
+ROWS = ("tokenizer", "matrix")
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,7 @@ class Embeddings:
     """A model's embedding matrices over its real vocabulary.
 
     input, output: (V, d) float32; the same tensor object when `tied`.
-    tokens: V token strings, tokens[i] the string of id i (None for an unused id).
+    tokens: V token strings, tokens[i] the string of id i (None for an unused id or a padding row).
     """
 
     input: torch.Tensor
@@ -42,26 +46,33 @@ class Embeddings:
         return Embeddings(inp, out, self.tied, tuple(self.tokens[i] for i in ids.tolist()))
 
 
-def load_embeddings(model_dir):
-    """Embeddings of the `save_pretrained`-style directory `model_dir`.
+def load_embeddings(model_dir, rows="tokenizer"):
+    """Embeddings of the `save_pretrained`-style directory `model_dir`, its weight files verified first.
 
-    Tied when config.json says `tie_word_embeddings` or no output tensor is stored.
+    rows: "tokenizer" keeps the tokenizer's ids; "matrix" every stored row, the rows past the
+    tokenizer's ids (padding) with token None.
+    Tied when transformers' config says `tie_word_embeddings` (the value config.json states, else
+    its model_type's class default) or no output tensor is stored.
     """
+    if rows not in ROWS:
+        raise PipelineError(f"rows must be one of {', '.join(ROWS)}, got {rows!r}")
     model_dir = Path(model_dir)
     config = _read_json(model_dir / "config.json")
     tokens = read_tokens(model_dir / "tokenizer.json")
+    verify(model_dir)
     files = _tensor_files(model_dir)
     for in_name, out_name in LAYOUTS:
         if in_name in files:
             break
     else:
         raise PipelineError(f"{model_dir}: no known input-embedding tensor ({', '.join(n for n, _ in LAYOUTS)})")
-    tied = bool(config.get("tie_word_embeddings", False)) or out_name not in files
-    if tied and config.get("tie_word_embeddings") is False:
+    says_tied = _config_ties(model_dir, config)
+    tied = bool(says_tied) or out_name not in files
+    if tied and says_tied is False:
         raise PipelineError(f"{model_dir}: config says untied but no {out_name} is stored")
-    inp = _read_rows(files[in_name], in_name, len(tokens))
-    out = inp if tied else _read_rows(files[out_name], out_name, len(tokens))
-    return Embeddings(inp, out, tied, tokens)
+    inp = _read_rows(files[in_name], in_name, len(tokens), every_row=rows == "matrix")
+    out = inp if tied else _read_rows(files[out_name], out_name, len(inp), every_row=False)
+    return Embeddings(inp, out, tied, tokens + (None,) * (len(inp) - len(tokens)))
 
 
 def read_tokens(tokenizer_json):
@@ -112,6 +123,18 @@ def _read_json(path):
     return json.loads(path.read_text())
 
 
+def _config_ties(model_dir, config):
+    """tie_word_embeddings as transformers reads `config` (config.json of `model_dir`): the value it
+    states, else its model_type's class default (True for GPT-Neo); None when neither is known."""
+    if "tie_word_embeddings" in config or "model_type" not in config:
+        return config.get("tie_word_embeddings")
+    from transformers import CONFIG_MAPPING, AutoConfig  # only here: importing transformers takes seconds
+
+    if config["model_type"] not in CONFIG_MAPPING:
+        return None
+    return bool(AutoConfig.from_pretrained(model_dir).get_text_config().tie_word_embeddings)
+
+
 def _tensor_files(model_dir):
     """Tensor name -> the safetensors file holding it, for single-file or sharded checkpoints."""
     index = model_dir / "model.safetensors.index.json"
@@ -120,15 +143,25 @@ def _tensor_files(model_dir):
     single = model_dir / "model.safetensors"
     if not single.is_file():
         raise PipelineError(f"{model_dir}: neither model.safetensors nor model.safetensors.index.json")
-    with safe_open(single, framework="pt") as f:
+    with _open(single) as f:
         return {name: single for name in f.keys()}
 
 
-def _read_rows(path, name, vocab):
-    """The first `vocab` rows of tensor `name` in `path`, as (vocab, d) float32."""
-    with safe_open(path, framework="pt") as f:
+def _read_rows(path, name, vocab, every_row):
+    """Tensor `name` in `path` as float32 (n, d): its first `vocab` rows, or (`every_row`) all of them."""
+    with _open(path) as f:
         tensor = f.get_slice(name)
         rows = tensor.get_shape()[0]
         if rows < vocab:
-            raise PipelineError(f"{path}: {name} has {rows} rows, fewer than the tokenizer's {vocab} tokens")
-        return tensor[:vocab].to(torch.float32).contiguous()
+            raise PipelineError(f"{path}: {name} has {rows} rows, fewer than the {vocab} needed")
+        return tensor[:rows if every_row else vocab].to(torch.float32).contiguous()
+
+
+@contextmanager
+def _open(path):
+    """safe_open(path), its errors (a damaged file) as one-line PipelineErrors."""
+    try:
+        with safe_open(path, framework="pt") as f:
+            yield f
+    except SafetensorError as error:
+        raise PipelineError(f"{path}: unreadable safetensors file ({error})") from None

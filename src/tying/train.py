@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from tying.checkpoint_files import weight_digests
 from tying.distributed import LOCAL
 from tying.grad_provenance import GradientTap
 from tying.io import atomic_path, write_parquet
@@ -122,11 +123,11 @@ def build(spec, device):
 
 
 def export(model, tokenizer, directory, meta):
-    """Write a save_pretrained checkpoint (config, safetensors, tokenizer, training.json)."""
+    """Write a save_pretrained checkpoint (config, safetensors, tokenizer, training.json with the weights' digests)."""
     with atomic_path(directory) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (Path(tmp) / "training.json").write_text(json.dumps(meta, indent=1))
+        (Path(tmp) / "training.json").write_text(json.dumps({**meta, "weights": weight_digests(tmp)}, indent=1))
 
 
 class Progress:

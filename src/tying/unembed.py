@@ -11,6 +11,7 @@ import sys
 import torch
 from transformers import AutoModelForCausalLM
 
+from tying.checkpoint_files import verify
 from tying.errors import PipelineError
 from tying.models import resolve_device
 
@@ -26,13 +27,15 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 def frozen_model(path, *, device="cpu", dtype="float32"):
-    """Load a `save_pretrained` directory as an eval-mode causal LM with no trainable parameters.
+    """Load a `save_pretrained` directory, its weight files verified, as an eval-mode causal LM with no
+    trainable parameters.
 
     device: "cpu", "cuda" or "auto" (CUDA when present); dtype: "float32" or "bfloat16".
     """
     if dtype not in DTYPES:
         raise PipelineError(f"lens dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     device = resolve_device(device)
+    verify(path)
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
     except (OSError, ValueError) as err:
