@@ -80,7 +80,7 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
     file, or list of shards, read) for a converted checkpoint.
     """
     offline = constants.is_offline_mode()
-    with _fetch_errors(repo_id, revision, offline), ExitStack() as stack:
+    with hub_errors(f"cannot fetch {repo_id}@{revision}", offline), ExitStack() as stack:
         commit, fs, root, sizes = _revision_files(repo_id, revision, offline, fs)
         weights = _weight_reads(fs, root, sizes, embeddings_only, stack)
         with atomic_path(dest) as tmp:
@@ -107,7 +107,7 @@ def plan_fetch(repo_id, revision, embeddings_only, fs=None):
     (safetensors headers; a torch zip's central directory and data.pkl). Returns
     {repo_id, revision, commit, embeddings_only, files: {file name: bytes read from it}, bytes}."""
     offline = constants.is_offline_mode()
-    with _fetch_errors(repo_id, revision, offline), ExitStack() as stack:
+    with hub_errors(f"cannot fetch {repo_id}@{revision}", offline), ExitStack() as stack:
         commit, fs, root, sizes = _revision_files(repo_id, revision, offline, fs)
         files = {name: sizes[name] for name in _config_files(sizes)}
         files.update(_weight_reads(fs, root, sizes, embeddings_only, stack).files)
@@ -300,19 +300,19 @@ def _copy_file(fs, path, local):
 
 
 @contextmanager
-def _fetch_errors(repo_id, revision, offline):
-    """Re-raise hub and cache failures as one-line PipelineErrors naming the model and revision."""
+def hub_errors(action, offline):
+    """Re-raise hub and cache failures as one-line PipelineErrors, `{action}: {reason}`."""
     try:
         yield
     except Exception as error:
         reason = _reason(error, offline)
         if reason is None:
             raise
-        raise PipelineError(f"cannot fetch {repo_id}@{revision}: {reason}") from error
+        raise PipelineError(f"{action}: {reason}") from error
 
 
 def _reason(error, offline):
-    """One line saying why a fetch failed, or None for an error that is not the hub's."""
+    """One line saying why a hub request failed, or None for an error that is not the hub's."""
     if isinstance(error, PipelineError):
         return str(error)
     if isinstance(error, RevisionNotFoundError):
