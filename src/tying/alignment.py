@@ -8,9 +8,17 @@ T row i is reported:
 - orthogonal: Procrustes, W = U V^T from the SVD of T^T S = U diag V^T, mapped = S W^T (d_s = d_t);
 - linear: least squares M = argmin ||S M - T||_F, mapped = S M (any widths).
 
+Scored in sample (fitted and scored on every token, as the paper did) and held out (fitted on
+a seeded random 80% of the tokens, scored on the other 20%), each for the true target and for
+a chance level: the target's rows permuted (seeded) before fitting. Fitting d parameters per
+target column to V rows gives unrelated matrices an in-sample cosine of about sqrt(d / V);
+held out, they score about 0.
+
 Everything is done in row chunks from the d x d moments (T^T S and the Gram S^T S,
 accumulated in float64): no centred copy, no SVD or lstsq of a V x d matrix.
 """
+from dataclasses import dataclass
+
 import pandas as pd
 import torch
 
@@ -25,6 +33,8 @@ COMPARISONS = (
     ("input_u->tied", "input_u", "tied"),
 )
 CHUNK = 4096
+HELD_OUT = 0.2  # share of tokens held out for scoring
+SPLIT_SEED = 0  # seeds the held-out split (SPLIT_SEED) and the null's row permutation (SPLIT_SEED + 1)
 
 
 def row_cosines(a, b, eps=1e-12):
@@ -37,18 +47,49 @@ def column_means(x, chunk=CHUNK):
     return sum(x[start:start + chunk].sum(0).double() for start in range(0, x.shape[0], chunk)) / x.shape[0]
 
 
-def centred_products(mats, means, pairs, chunk=CHUNK):
-    """Products X_i^T X_j of centred matrices, accumulated in float64 over row chunks.
+def token_split(v, held_out=HELD_OUT, seed=SPLIT_SEED):
+    """A seeded random order of the V tokens and the number fitted on: order[:n_fit] fit, the rest score.
 
-    mats: (V, d_i) tensors; means: their (d_i,) float64 column means; pairs: (i, j) index
-    pairs. Returns {(i, j): (d_i, d_j) float64}.
+    held_out = 0 fits and scores on every token (n_fit = V).
     """
-    out = {(i, j): torch.zeros(mats[i].shape[1], mats[j].shape[1], dtype=torch.float64) for i, j in pairs}
+    order = torch.randperm(v, generator=torch.Generator().manual_seed(seed))
+    n_fit = v - round(held_out * v)
+    if held_out and not 0 < n_fit < v:
+        raise PipelineError(f"cannot hold out {held_out:.0%} of {v} tokens")
+    return order, n_fit
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A matrix read through a row index: row r is matrix[index[r]]."""
+
+    matrix: torch.Tensor
+    index: torch.Tensor
+
+    def chunk(self, start, stop):
+        return self.matrix.index_select(0, self.index[start:stop])
+
+
+def _moments(views, means, pairs, bounds, chunk):
+    """Per row range: float64 sums of the centred rows of every view and products X_i^T X_j.
+
+    views: _Rows; means: their (d,) float64 column means over all rows; pairs: (i, j) index
+    pairs; bounds: {part: (start, stop)}. Returns {part: (sums {i: (d_i,)}, products {(i, j): (d_i, d_j)})}.
+    """
     used = sorted({k for pair in pairs for k in pair})
-    for start in range(0, mats[0].shape[0], chunk):
-        rows = {k: mats[k][start:start + chunk] - means[k].float() for k in used}
-        for i, j in pairs:
-            out[i, j] += (rows[i].T @ rows[j]).double()
+    out = {}
+    for part, (lo, hi) in bounds.items():
+        sums = {k: torch.zeros(views[k].matrix.shape[1], dtype=torch.float64) for k in used}
+        prods = {(i, j): torch.zeros(views[i].matrix.shape[1], views[j].matrix.shape[1], dtype=torch.float64)
+                 for i, j in pairs}
+        for start in range(lo, hi, chunk):
+            stop = min(start + chunk, hi)
+            rows = {k: views[k].chunk(start, stop) - means[k].float() for k in used}
+            for k in used:
+                sums[k] += rows[k].sum(0).double()
+            for i, j in pairs:
+                prods[i, j] += (rows[i].T @ rows[j]).double()
+        out[part] = (sums, prods)
     return out
 
 
@@ -78,104 +119,164 @@ def least_squares(gram_s, cross_st):
     return torch.linalg.pinv(gram_s, hermitian=True) @ cross_st
 
 
-def mapped_cosines(source, target, maps, mean_s, mean_t, chunk=CHUNK):
+def mapped_cosines(source, target, maps, mean_s, mean_t, start, stop, chunk=CHUNK):
     """Per-token cosines of centred source rows under each map vs centred target rows.
 
-    source: (V, d_s); target: (V, d_t); maps: {name: None (identity) or (d_s, d_t) matrix
-    applied as S @ matrix}; mean_s, mean_t: column means. Returns {name: (V,) float32}.
-    The fitted maps are applied as one stacked (d_s, n * d_t) product per row chunk.
+    source, target: _Rows read over rows [start, stop); maps: {name: None (identity) or
+    (d_s, d_t) matrix applied as S @ matrix}; mean_s, mean_t: the column means to centre with.
+    Returns {name: (stop - start,) float32}. The fitted maps are applied as one stacked
+    (d_s, n * d_t) product per row chunk.
     """
     fitted = [name for name, m in maps.items() if m is not None]
     stacked = torch.cat([maps[name] for name in fitted], dim=1).float() if fitted else None
     out = {name: [] for name in maps}
-    for start in range(0, source.shape[0], chunk):
-        s = source[start:start + chunk] - mean_s.float()
-        t = target[start:start + chunk] - mean_t.float()
+    for lo in range(start, stop, chunk):
+        hi = min(lo + chunk, stop)
+        s = source.chunk(lo, hi) - mean_s.float()
+        t = target.chunk(lo, hi) - mean_t.float()
         mapped = dict(zip(fitted, (s @ stacked).split(t.shape[1], dim=1))) if fitted else {}
         for name in maps:
             out[name].append(row_cosines(mapped.get(name, s), t))
     return {name: torch.cat(parts) for name, parts in out.items()}
 
 
-def alignment_cosines(pairs, maps=MAPS, chunk=CHUNK):
+def _fit(maps, cross, gram):
+    """{map: None (identity) or (d_s, d_t) matrix} from the centred S^T T (`cross`) and S^T S (`gram`)."""
+    fitted = {}
+    for name in maps:
+        if name == "identity":
+            fitted[name] = None
+        elif name == "orthogonal":
+            fitted[name] = procrustes(cross.T).T
+        else:
+            fitted[name] = least_squares(gram, cross)
+    return fitted
+
+
+def alignment_cosines(pairs, maps=MAPS, held_out=0.0, null=False, seed=SPLIT_SEED, chunk=CHUNK):
     """Per-token cosines of several (source, target) comparisons, sharing matrix moments.
 
-    pairs: {comparison: (source (V, d_s), target (V, d_t))}, matrices given by identity may
-    recur across comparisons and their moments are then computed once. identity and
-    orthogonal need d_s = d_t and raise PipelineError otherwise; linear works across widths.
-    Returns {comparison: {map: (V,) cosines}}; Table 1 is their means.
+    pairs: {comparison: (source (V, d_s), target (V, d_t))}; a matrix given by identity may
+    recur across comparisons and its moments are then computed once. identity and orthogonal
+    need d_s = d_t and raise PipelineError otherwise; linear works across widths.
+    held_out > 0 adds scores of maps fitted on the other tokens (token_split); null adds the
+    chance level, every comparison again with the target's rows permuted (seed + 1).
+    Returns (cosines, ids): cosines {(comparison, scored, target): {map: (n,) float32}} with
+    scored "in_sample" / "held_out" and target "true" / "permuted"; ids {scored: (n,) long}, the
+    row of each score (in-sample: every row in order; held-out: the held-out rows, ascending).
     """
     unknown = set(maps) - set(MAPS)
     if unknown:
         raise PipelineError(f"unknown map(s) {', '.join(sorted(unknown))}; choose from {', '.join(MAPS)}")
-    mats, slot = [], {}
     for source, target in pairs.values():
-        for m in (source, target):
-            if id(m) not in slot:
-                slot[id(m)] = len(mats)
-                mats.append(m)
         if source.shape[0] != target.shape[0]:
             raise PipelineError(f"alignment needs the same token rows, got {source.shape[0]} and {target.shape[0]}")
         if source.shape[1] != target.shape[1] and set(maps) & {"identity", "orthogonal"}:
             raise PipelineError(f"identity/orthogonal maps need equal widths, got {source.shape[1]} and {target.shape[1]}")
-    index = {c: (slot[id(s)], slot[id(t)]) for c, (s, t) in pairs.items()}
+    v = next(iter(pairs.values()))[0].shape[0]
+    order, n_fit = token_split(v, held_out, seed)
+    permuted_order = torch.randperm(v, generator=torch.Generator().manual_seed(seed + 1))[order] if null else None
+    views, slot, means = [], {}, {}
+
+    def view(m, permuted):
+        if (id(m), permuted) not in slot:
+            slot[id(m), permuted] = len(views)
+            views.append(_Rows(m, permuted_order if permuted else order))
+            if id(m) not in means:  # a row permutation keeps the column means
+                means[id(m)] = column_means(m)
+        return slot[id(m), permuted]
+
+    jobs = {(c, target): (view(s, False), view(t, target == "permuted"))
+            for c, (s, t) in pairs.items() for target in (("true", "permuted") if null else ("true",))}
     needed = set()
-    for i, j in index.values():
-        if "orthogonal" in maps or "linear" in maps:
-            needed.add((i, j))
-        if "linear" in maps:
-            needed.add((i, i))
-    means = [column_means(m) for m in mats]
-    products = centred_products(mats, means, sorted(needed), chunk)
-    result = {}
-    for c, (i, j) in index.items():
-        fitted = {}
-        for name in maps:
-            if name == "identity":
-                fitted[name] = None
-            elif name == "orthogonal":
-                fitted[name] = procrustes(products[i, j].T).T
-            else:
-                fitted[name] = least_squares(products[i, i], products[i, j])
-        result[c] = mapped_cosines(mats[i], mats[j], fitted, means[i], means[j], chunk)
-    return result
+    for i, j in jobs.values():
+        needed |= {(i, j)} if set(maps) & {"orthogonal", "linear"} else set()
+        needed |= {(i, i)} if "linear" in maps else set()
+    mean = [means[id(x.matrix)] for x in views]
+    bounds = {"fit": (0, n_fit), "test": (n_fit, v)} if n_fit < v else {"fit": (0, v)}
+    parts = _moments(views, mean, sorted(needed), bounds, chunk)
+
+    def in_sample(i, j):
+        return sum(prods[i, j] for _, prods in parts.values())
+
+    fit_sums, fit_prods = parts["fit"]
+    shift = {k: x / n_fit for k, x in fit_sums.items()}  # fit-row means minus all-row means
+
+    def fit_only(i, j):
+        return fit_prods[i, j] - n_fit * torch.outer(shift[i], shift[j])
+
+    cosines = {}
+    schemes = [("in_sample", in_sample, mean, 0, v)]
+    if n_fit < v:
+        fit_mean = [m + shift.get(k, 0) for k, m in enumerate(mean)]
+        schemes.append(("held_out", fit_only, fit_mean, n_fit, v))
+    ids = {}
+    for scored, product, centre, lo, hi in schemes:
+        rows = order[lo:hi]
+        ids[scored], sort = rows.sort()
+        for (c, target), (i, j) in jobs.items():
+            cross = product(i, j) if (i, j) in needed else None
+            fitted = _fit(maps, cross, product(i, i) if (i, i) in needed else None)
+            found = mapped_cosines(views[i], views[j], fitted, centre[i], centre[j], lo, hi, chunk)
+            cosines[c, scored, target] = {name: cos[sort] for name, cos in found.items()}
+    return cosines, ids
 
 
-def alignment_frame(untied, tied, maps=MAPS):
+def alignment_frame(untied, tied, maps=MAPS, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
     """Tidy per-token cosines of the three comparisons of an (untied, tied) Embeddings pair.
 
-    Pairs with different tokenizers are compared on their shared token strings; token_id is
-    the untied model's id. A comparison across hidden sizes gets the linear map only.
-    Returns columns comparison, map, token_id, cosine.
+    In sample and held out, for the true targets and the permuted-rows chance level. Pairs
+    with different tokenizers are compared on their shared token strings; keep: token ids
+    (of a shared vocabulary) to restrict the comparison to, e.g. the tokens seen in training.
+    token_id is the untied model's id. A comparison across hidden sizes gets the linear map only.
+    Returns columns comparison, map, scored, target, token_id, cosine, n_tokens, cross_tokenizer.
     """
-    untied, tied, ids = common_vocabulary(untied, tied)
+    cross_tokenizer = untied.tokens != tied.tokens
+    untied, tied, ids = _restricted(untied, tied, keep)
     named = {"input_u": untied.input, "output_u": untied.output, "tied": tied.input}
     pairs = {c: (named[s], named[t]) for c, s, t in COMPARISONS}
     same = {c: p for c, p in pairs.items() if p[0].shape[1] == p[1].shape[1]}
     across = {c: p for c, p in pairs.items() if c not in same}
-    found = {**(alignment_cosines(same, maps) if same else {}),
-             **(alignment_cosines(across, [m for m in maps if m == "linear"]) if across else {})}
-    cosines = {c: found[c] for c in pairs}
-    ids = ids.numpy()
-    return pd.concat(
-        [
-            pd.DataFrame({"comparison": c, "map": name, "token_id": ids, "cosine": cos.numpy()})
-            for c, by_map in cosines.items()
-            for name, cos in by_map.items()
-        ],
-        ignore_index=True,
-    )
+    options = {"held_out": held_out, "null": True, "seed": seed}
+    cosines, rows = alignment_cosines(same, maps, **options) if same else ({}, None)
+    if across:
+        found, rows = alignment_cosines(across, [m for m in maps if m == "linear"], **options)
+        cosines.update(found)
+    frames = [
+        pd.DataFrame({"comparison": c, "map": name, "scored": scored, "target": target,
+                      "token_id": ids[rows[scored]].numpy(), "cosine": cos.numpy()})
+        for c, *_ in COMPARISONS
+        for (comparison, scored, target), by_map in cosines.items() if comparison == c
+        for name, cos in by_map.items()
+    ]
+    return pd.concat(frames, ignore_index=True).assign(n_tokens=len(ids), cross_tokenizer=cross_tokenizer)
 
 
-def scaling_frame(tied, untied):
+def scaling_frame(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
     """Orthogonal-Procrustes mean cosine of a tied matrix against the untied E_in and E_out.
 
-    Returns columns reference ("input_u", "output_u") and cosine (Tables 2 and 6).
+    In sample and held out, true and permuted-rows chance level (see alignment_frame).
+    Returns columns reference ("input_u", "output_u"), scored, target, cosine, n_tokens (Tables 2 and 6).
     """
-    untied, tied, _ = common_vocabulary(untied, tied)
-    cosines = alignment_cosines(
-        {"input_u": (untied.input, tied.input), "output_u": (untied.output, tied.input)}, maps=("orthogonal",)
+    untied, tied, ids = _restricted(untied, tied, keep)
+    cosines, _ = alignment_cosines(
+        {"input_u": (untied.input, tied.input), "output_u": (untied.output, tied.input)},
+        maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
     )
     return pd.DataFrame(
-        {"reference": list(cosines), "cosine": [float(c["orthogonal"].mean()) for c in cosines.values()]}
-    )
+        [{"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
+         for (ref, scored, target), c in cosines.items()]
+    ).assign(n_tokens=len(ids))
+
+
+def _restricted(untied, tied, keep):
+    """Both models on their shared vocabulary, then (if `keep`) on the ids `keep`: (untied, tied, ids)."""
+    untied, tied, ids = common_vocabulary(untied, tied)
+    if keep is not None:
+        if not torch.equal(ids, torch.arange(len(ids))):
+            raise PipelineError("a token subset needs the two models to share one vocabulary")
+        keep = torch.as_tensor(keep, dtype=torch.long)
+        untied, tied, ids = untied.select(keep), tied.select(keep), keep
+    if len(ids) < 2:
+        raise PipelineError(f"alignment needs at least 2 tokens, got {len(ids)}")
+    return untied, tied, ids

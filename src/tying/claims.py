@@ -1,10 +1,12 @@
 """The paper's claims as per-seed statistics, summarised over seeds, with a verdict each.
 
-Each claim's statistic is computed within each seed (paired: the tied and untied runs
-of one seed share data order), then summarised as mean and 95% bootstrap CI over
-seeds. Every claim says "statistic > threshold". Verdict: "holds" when the CI lies
-above the threshold, "does not hold" when below, "inconclusive" when it crosses;
-with one seed the value's side decides.
+Each claim's statistic is computed within each seed (paired: the tied and untied runs of one
+seed share data order), then summarised as the mean with a Student-t 95% interval over seeds
+(tying.stats). Every claim says "statistic > threshold" (or "<"). Verdict, with at least
+MIN_SEEDS seeds: "holds" when the interval lies on the claimed side of the threshold, "does not
+hold" when it lies on the other, "inconclusive" when it crosses. With fewer seeds the verdict
+says "direction only". A single released pair of models has no seeds: C1 and C2 then get a
+bootstrap interval over tokens and a verdict marked "one pair of models".
 """
 import math
 from dataclasses import dataclass
@@ -13,9 +15,13 @@ import pandas as pd
 
 from tying.errors import PipelineError
 from tying.io import atomic_path, write_parquet
-from tying.norm_frequency import shape_stats
-from tying.stats import format_cell, mean_ci
+from tying.norm_frequency import BINS_PER_DECADE, MIN_BIN_TOKENS, shape_stats
+from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 from tying.tables import at_step, markdown
+
+MIN_SEEDS = 3
+FLAT_RATIO = 0.5  # C6a: input spread below half the smaller of the output and tied spreads
+RISE_FALL = 0.1  # C6b: a rise and a fall of at least 10% of the peak binned norm
 
 
 @dataclass(frozen=True)
@@ -28,17 +34,32 @@ class Claim:
     paper_value: float  # the paper's value of the statistic (NaN: none)
     threshold: float = 0.0
     tolerance: float = math.nan  # paper-scale vs paper difference that gets flagged (NaN: no flag)
+    direction: str = ">"
 
     @property
     def criterion(self):
-        return f"{self.statistic} > {self.threshold:g}"
+        return f"{self.statistic} {self.direction} {self.threshold:g}"
+
+    def on_side(self, value):
+        """True where `value` is on the claimed side of the threshold."""
+        return value > self.threshold if self.direction == ">" else value < self.threshold
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A claim's values: per seed (the verdict's), and where defined in sample, at chance, per token."""
+
+    values: pd.Series
+    in_sample: pd.Series = None
+    chance: pd.Series = None
+    per_token: pd.Series = None  # one seed's per-token values, for a single released pair
 
 
 CLAIMS = {
     "C1": Claim(
         "The tied matrix aligns better with the untied output matrix than with the untied input matrix",
-        "mean linear-map cosine Output(U)->Tied minus Input(U)->Tied",
-        "0.719 vs 0.525 (+0.194)", 0.194, tolerance=0.02,
+        "held-out mean linear-map cosine Output(U)->Tied minus Input(U)->Tied (maps fitted on 80% of tokens)",
+        "0.719 vs 0.525 (+0.194), in sample", 0.194, tolerance=0.02,
     ),
     "C2": Claim(
         "The tied matrix's nearest neighbours match Output(U)'s more than Input(U)'s",
@@ -57,36 +78,63 @@ CLAIMS = {
     ),
     "C5": Claim(
         "The output path dominates the tied matrix's gradient early in training",
-        "mean output share ||G_out|| / (||G_in|| + ||G_out||) over the first steps, tied run",
-        "70-83% over the first 1000 steps", math.nan, threshold=0.5,
+        "mean output share ||G_out|| / (||G_in|| + ||G_out||) over the early steps, tied run",
+        "70-83% over the first 1000 of 10000 steps", math.nan, threshold=0.5,
     ),
-    "C6": Claim(
-        "Row norm rises with token frequency for the untied output and tied matrices, not the untied input",
-        "min(rho_tied, rho_untied_output) minus rho_untied_input, Spearman rho of row norm vs log10 count",
-        "qualitative: input flat; output and tied rise up to ~1e4 occurrences", math.nan,
+    "C5p": Claim(
+        "C5 as the paper's code measured it",
+        "mean ||G_out|| / (||dL/d embedding output|| + ||G_out||) over the early steps, tied run",
+        "70-83% over the first 1000 of 10000 steps", math.nan, threshold=0.5,
+    ),
+    "C6a": Claim(
+        "Untied input row norms stay flat across token frequency",
+        f"spread of binned mean norm ((max - min) / median over 1/{BINS_PER_DECADE}-decade log10-count bins of "
+        f">= {MIN_BIN_TOKENS} tokens), untied input divided by the smaller of untied output's and tied's",
+        "qualitative: input flat near its initial value", math.nan, threshold=FLAT_RATIO, direction="<",
+    ),
+    "C6b": Claim(
+        "Untied output and tied row norms rise with frequency and then fall",
+        "min over untied output and tied of min(rise, fall) of the binned mean norm, each relative to the "
+        "peak bin (0 when the peak is the first or last bin)",
+        "qualitative: rise up to ~1e4 occurrences, then fall", math.nan, threshold=RISE_FALL,
     ),
     "C7": Claim(
         "Scaling the input-path gradient moves the tied matrix toward Input(U) and away from Output(U)",
-        "(cos(x_k, In) - cos(tied, In)) - (cos(x_k, Out) - cos(tied, Out)), orthogonal Procrustes",
-        "10k steps, x5: (0.222-0.216) - (0.369-0.384) = +0.021", 0.021,
+        "(cos(x_k, In) - cos(tied, In)) - (cos(x_k, Out) - cos(tied, Out)), orthogonal Procrustes, held out",
+        "10k steps, x5: (0.222-0.216) - (0.369-0.384) = +0.021, in sample", 0.021,
     ),
 }
 
-MD_COLUMNS = ["claim", "description", "paper", "ours", "n_seeds", "criterion", "verdict"]
+MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
+              "criterion", "verdict"]
 
 
-def alignment_gap(alignment, pair="main", step=None):
-    """C1 per seed: mean linear-map cosine output_u->tied minus input_u->tied -> Series by seed."""
-    rows = at_step(_only(alignment, pair=pair, map="linear"), step)
+def alignment_gap(alignment, pair="main", step=None, scored="held_out", target="true", per_token=False):
+    """C1: mean linear-map cosine output_u->tied minus input_u->tied -> Series by seed.
+
+    scored / target pick the held-out or in-sample cosines, of the true or permuted targets.
+    per_token: the per-token differences of the (single) seed instead, indexed by token_id.
+    """
+    rows = at_step(_only(alignment, pair=pair, map="linear", scored=scored, target=target), step)
+    if per_token:
+        cos = _one_seed(rows).set_index(["token_id", "comparison"])["cosine"].unstack()
+        return _pick(cos, "output_u->tied", "alignment") - _pick(cos, "input_u->tied", "alignment")
     means = rows.groupby(["seed", "comparison"])["cosine"].mean().unstack()
     return _pick(means, "output_u->tied", "alignment") - _pick(means, "input_u->tied", "alignment")
 
 
-def knn_gap(knn, pair="main", k=10, step=None):
-    """C2 per seed: overlap tied_vs_output_u minus tied_vs_input_u at `k` -> Series by seed."""
+def knn_gap(knn, pair="main", k=10, step=None, column="overlap", per_token=False):
+    """C2: overlap tied_vs_output_u minus tied_vs_input_u at `k` -> Series by seed.
+
+    column: "overlap", or "null_overlap" for the permuted-rows chance level; per_token: the
+    per-token differences of the (single) seed instead, indexed by token_id.
+    """
     rows = at_step(_only(knn, pair=pair, k=k), step)
-    overlap = rows.set_index(["seed", "comparison"])["overlap"].unstack()
-    return _pick(overlap, "tied_vs_output_u", "knn") - _pick(overlap, "tied_vs_input_u", "knn")
+    if per_token:
+        wide = _one_seed(rows).set_index(["token_id", "comparison"])[column].unstack()
+    else:
+        wide = rows.groupby(["seed", "comparison"])[column].mean().unstack()
+    return _pick(wide, "tied_vs_output_u", "knn") - _pick(wide, "tied_vs_input_u", "knn")
 
 
 def lens_gap(gap, pair="main"):
@@ -101,27 +149,31 @@ def drift_gap(evolution, run="main"):
     return _pick(drift, "input", "evolution") - _pick(drift, "output", "evolution")
 
 
-def output_share(grad_flow, pair="main", variant="tied", steps=None):
-    """C5 per seed: mean out_share over the first `steps` logged steps (None: all) -> Series by seed."""
-    rows = _only(grad_flow, pair=pair, variant=variant).sort_values("step")
+def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out_share"):
+    """C5 per seed: mean `column` (out_share, or proxy_out_share for C5p) over steps <= `steps`
+    (None: every logged step) -> Series by seed."""
+    rows = _only(grad_flow, pair=pair, variant=variant)
     if steps is not None:
-        rows = rows.groupby("seed").head(steps)
-    return rows.groupby("seed")["out_share"].mean()
+        rows = rows[rows["step"] <= steps]
+        if rows.empty:
+            raise PipelineError(f"grad_flow metric has no step <= {steps}")
+    return rows.groupby("seed")[column].mean()
 
 
-def norm_shape_gap(norm_freq, pair="main"):
-    """C6 per seed: min(rho_tied, rho_untied_output) - rho_untied_input from shape_stats -> Series by seed."""
-    gaps = {}
+def norm_shape(norm_freq, pair="main"):
+    """C6a and C6b per seed from shape_stats -> (flat ratio Series, rise-and-fall Series) by seed."""
+    flat, rise_fall = {}, {}
     for seed, rows in _only(norm_freq, pair=pair).groupby("seed"):
-        rho = shape_stats(rows).set_index("matrix")["spearman"]
-        tied, output, input_ = (_pick(rho, m, "norm_freq") for m in ("tied", "untied_output", "untied_input"))
-        gaps[seed] = min(tied, output) - input_
-    return pd.Series(gaps, dtype=float).rename_axis("seed")
+        shape = shape_stats(rows).set_index("matrix")
+        spread = {m: _pick(shape["spread"], m, "norm_freq") for m in ("untied_input", "untied_output", "tied")}
+        flat[seed] = spread["untied_input"] / min(spread["untied_output"], spread["tied"])
+        rise_fall[seed] = min(min(shape.loc[m, "rise"], shape.loc[m, "fall"]) for m in ("untied_output", "tied"))
+    return (pd.Series(flat, dtype=float).rename_axis("seed"), pd.Series(rise_fall, dtype=float).rename_axis("seed"))
 
 
-def scaling_shift(scaling, pair="main", variant="tied_x5", step=None):
+def scaling_shift(scaling, pair="main", variant="tied_x5", step=None, scored="held_out", target="true"):
     """C7 per seed: (x_k - tied) toward Input(U) minus (x_k - tied) toward Output(U) -> Series by seed."""
-    rows = _only(scaling, pair=pair)
+    rows = _only(scaling, pair=pair, scored=scored, target=target)
     rows = at_step(rows[rows["variant"].isin(["tied", variant])], step)
     cos = rows.set_index(["seed", "variant", "reference"])["cosine"].unstack(["variant", "reference"])
     toward_input = _pick(cos, (variant, "input_u"), "scaling") - _pick(cos, ("tied", "input_u"), "scaling")
@@ -130,41 +182,66 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", step=None):
 
 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
-                     scaling=None, lens=None, *, pair="main", k=10, grad_flow_steps=None,
+                     scaling=None, lens=None, *, pair="main", k=10, early_steps=None,
                      scaled_variant="tied_x5"):
-    """Per-seed statistic of every claim whose metric frame is given: {claim id: Series by seed}.
+    """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
-    Frames are the tidy metric tables; `lens` is tying.lens.early_layer_gap's frame.
+    Frames are the tidy metric tables; `lens` is tying.lens.early_layer_gap's frame;
+    early_steps: the last step of "early training" for C5 (None: every logged step).
     """
-    makers = {
-        "C1": (alignment, lambda f: alignment_gap(f, pair)),
-        "C2": (knn, lambda f: knn_gap(f, pair, k)),
-        "C3": (lens, lambda f: lens_gap(f, pair)),
-        "C4": (evolution, lambda f: drift_gap(f, pair)),
-        "C5": (grad_flow, lambda f: output_share(f, pair, steps=grad_flow_steps)),
-        "C6": (norm_freq, lambda f: norm_shape_gap(f, pair)),
-        "C7": (scaling, lambda f: scaling_shift(f, pair, scaled_variant)),
-    }
-    return {cid: make(frame) for cid, (frame, make) in makers.items() if frame is not None}
+    out = {}
+    if alignment is not None:
+        out["C1"] = Statistic(
+            alignment_gap(alignment, pair), in_sample=alignment_gap(alignment, pair, scored="in_sample"),
+            chance=alignment_gap(alignment, pair, target="permuted"), per_token=_single(alignment_gap, alignment, pair),
+        )
+    if knn is not None:
+        out["C2"] = Statistic(knn_gap(knn, pair, k), chance=knn_gap(knn, pair, k, column="null_overlap"),
+                              per_token=_single(knn_gap, knn, pair, k))
+    if lens is not None:
+        out["C3"] = Statistic(lens_gap(lens, pair))
+    if evolution is not None:
+        out["C4"] = Statistic(drift_gap(evolution, pair))
+    if grad_flow is not None:
+        out["C5"] = Statistic(output_share(grad_flow, pair, steps=early_steps))
+        out["C5p"] = Statistic(output_share(grad_flow, pair, steps=early_steps, column="proxy_out_share"))
+    if norm_freq is not None:
+        flat, rise_fall = norm_shape(norm_freq, pair)
+        out["C6a"], out["C6b"] = Statistic(flat), Statistic(rise_fall)
+    if scaling is not None:
+        out["C7"] = Statistic(
+            scaling_shift(scaling, pair, scaled_variant),
+            in_sample=scaling_shift(scaling, pair, scaled_variant, scored="in_sample"),
+            chance=scaling_shift(scaling, pair, scaled_variant, target="permuted"),
+        )
+    return out
 
 
-def verdict(mean, low, high, threshold):
-    """'holds' / 'does not hold' / 'inconclusive' for the claim 'statistic > threshold'."""
-    if math.isnan(low) or math.isnan(high):
-        low = high = mean
-    if low > threshold:
-        return "holds"
-    if high < threshold:
-        return "does not hold"
-    return "inconclusive"
+def verdict(claim, values, low, high, one_pair=False):
+    """The claim's verdict from its per-seed `values` and interval [low, high].
+
+    Seeds: with fewer than MIN_SEEDS, "direction only (n seeds)"; else "holds" / "does not
+    hold" / "inconclusive" from the interval. one_pair: a released pair's token-bootstrap
+    interval, the verdict marked "(one pair of models)"; without an interval, "direction only".
+    """
+    n = int(pd.Series(values).notna().sum())
+    if one_pair and (math.isnan(low) or math.isnan(high)):
+        return "direction only (one pair of models)"
+    if not one_pair and n < MIN_SEEDS:
+        return f"direction only ({n} seed{'s' * (n != 1)})"
+    low_side, high_side = claim.on_side(low), claim.on_side(high)
+    other_side = (high < claim.threshold) if claim.direction == ">" else (low > claim.threshold)
+    result = "holds" if low_side and high_side else "does not hold" if other_side else "inconclusive"
+    return f"{result} (one pair of models)" if one_pair else result
 
 
-def claims_table(statistics, paper_scale=None):
-    """One row per claim in `statistics` ({claim id: per-seed Series}), in C1..C7 order.
+def claims_table(statistics, paper_scale=None, one_pair=False):
+    """One row per claim in `statistics` ({claim id: Statistic or per-seed Series}), in CLAIMS order.
 
-    paper_scale: the same kind of dict computed from paper-scale runs (released
-    checkpoints); adds columns paper_scale (text), paper_scale_mean and
-    paper_scale_differs (|paper-scale - paper| > the claim's tolerance; NA without one).
+    one_pair: the statistics come from one released pair of models (no seeds): claims with
+    per-token values get a token-bootstrap interval. paper_scale: {claim id: value} from
+    paper-scale runs; adds columns paper_scale (text), paper_scale_mean and paper_scale_differs
+    (|paper-scale - paper| > the claim's tolerance; NA without one).
     """
     unknown = set(statistics) - set(CLAIMS)
     if unknown:
@@ -173,35 +250,84 @@ def claims_table(statistics, paper_scale=None):
     for cid, claim in CLAIMS.items():
         if cid not in statistics:
             continue
-        values = statistics[cid]
-        mean, low, high = mean_ci(values)
+        stat = statistics[cid] if isinstance(statistics[cid], Statistic) else Statistic(pd.Series(statistics[cid]))
+        values = stat.values.dropna()
+        n = len(values)
+        if one_pair and stat.per_token is not None:
+            mean, low, high = token_bootstrap_ci(stat.per_token)
+            interval = f"95% bootstrap over {stat.per_token.notna().sum()} tokens, one pair of models"
+        else:
+            mean, low, high = mean_ci(values)
+            interval = f"Student-t 95% over {n} seeds" if n > 1 else "none (one value)"
         row = {
             "claim": cid, "description": claim.description, "paper": claim.paper,
-            "ours": format_cell(mean, low, high), "mean": mean, "ci_low": low, "ci_high": high,
-            "n_seeds": int(pd.Series(values).notna().sum()), "criterion": claim.criterion,
-            "verdict": verdict(mean, low, high, claim.threshold), "paper_value": claim.paper_value,
+            "ours": format_cell(mean, low, high), "interval": interval,
+            "on_claimed_side": f"{int(claim.on_side(values).sum())} of {n} seed{'s' * (n != 1)}",
+            "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
+            "criterion": claim.criterion, "verdict": verdict(claim, values, low, high, one_pair),
+            "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n,
+            "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
         }
         if paper_scale is not None:
-            row.update(_paper_scale_columns(claim, paper_scale.get(cid)))
+            row.update(_paper_scale_columns(claim, paper_scale.get(cid, math.nan)))
         rows.append(row)
     return pd.DataFrame(rows).astype({"paper_scale_differs": "boolean"} if paper_scale is not None else {})
 
 
-def _paper_scale_columns(claim, values):
-    mean, low, high = mean_ci([] if values is None else values)
-    comparable = not (math.isnan(mean) or math.isnan(claim.paper_value) or math.isnan(claim.tolerance))
+def paper_scale_values(table):
+    """{claim id: value comparable with the paper's} from a claims table: in sample where measured."""
+    return {row.claim: row.mean if math.isnan(row.in_sample_mean) else row.in_sample_mean
+            for row in table.itertuples()}
+
+
+def seed_table(statistics):
+    """Tidy per-seed values of every claim: claim, seed, value, in_sample, chance."""
+    frames = []
+    for cid, stat in statistics.items():
+        frame = pd.DataFrame({"value": stat.values})
+        for name in ("in_sample", "chance"):
+            extra = getattr(stat, name)
+            frame[name] = math.nan if extra is None else extra.reindex(frame.index)
+        frames.append(frame.rename_axis("seed").reset_index().assign(claim=cid))
+    columns = ["claim", "seed", "value", "in_sample", "chance"]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def _paper_scale_columns(claim, value):
+    comparable = not (math.isnan(value) or math.isnan(claim.paper_value) or math.isnan(claim.tolerance))
     return {
-        "paper_scale": format_cell(mean, low, high), "paper_scale_mean": mean,
-        "paper_scale_differs": abs(mean - claim.paper_value) > claim.tolerance if comparable else pd.NA,
+        "paper_scale": format_cell(value, math.nan, math.nan), "paper_scale_mean": value,
+        "paper_scale_differs": abs(value - claim.paper_value) > claim.tolerance if comparable else pd.NA,
     }
 
 
-def write_claims(table, parquet_path, md_path):
-    """results/tables/claims.{parquet,md}: every column to Parquet, the readable ones to Markdown."""
+def write_claims(table, seeds, parquet_path, md_path, seeds_path):
+    """results/tables/claims.{parquet,md} and the per-seed values: every column to Parquet,
+    the readable ones to Markdown."""
     write_parquet(table, parquet_path)
+    write_parquet(seeds, seeds_path)
     extra = [c for c in ("paper_scale", "paper_scale_differs") if c in table.columns]
     with atomic_path(md_path) as tmp:
         tmp.write_text(markdown(table, MD_COLUMNS + extra))
+
+
+def _mean(values):
+    return math.nan if values is None or values.dropna().empty else float(values.mean())
+
+
+def _mean_text(values):
+    return "" if values is None or values.dropna().empty else f"{values.mean():.3f}"
+
+
+def _single(gap, frame, *args):
+    """Per-token values of `gap` when the frame holds one seed (a released pair), else None."""
+    return gap(frame, *args, per_token=True) if frame["seed"].nunique() == 1 else None
+
+
+def _one_seed(rows):
+    if rows["seed"].nunique() != 1:
+        raise PipelineError("per-token claim values need exactly one seed")
+    return rows
 
 
 def _pick(wide, key, metric):

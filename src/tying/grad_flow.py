@@ -2,21 +2,23 @@
 
 Reads the training provenance of a tied run: per step the Frobenius norms g_in (lookup
 path, effective, after any input scale) and g_out (projection path) of the two parts of
-the shared matrix's gradient.
+the shared matrix's gradient, and `proxy`, the norm of dL/d(embedding output) that the
+paper's code took for the input side.
 """
 from tying.errors import PipelineError
 
 WINDOW = 20
-REQUIRED = ("step", "g_in", "g_out")
+REQUIRED = ("step", "g_in", "g_out", "proxy")
 
 
 def grad_flow_frame(provenance, steps, window=WINDOW):
     """Tidy norms, rolling means and shares over the first `steps` steps.
 
-    provenance: frame with columns step, g_in, g_out (others ignored). Rolling means are
-    trailing, over `window` steps (fewer at the start). in_share = g_in / (g_in + g_out),
-    out_share = g_out / (g_in + g_out), summing to 1.
-    Returns columns step, g_in, g_out, g_in_roll, g_out_roll, in_share, out_share.
+    provenance: frame with columns step, g_in, g_out, proxy (others ignored). Rolling means
+    are trailing, over `window` steps (fewer at the start). in_share = g_in / (g_in + g_out),
+    out_share = g_out / (g_in + g_out), summing to 1; proxy_out_share = g_out / (proxy + g_out),
+    the share as the paper's code measured it.
+    Returns columns step, g_in, g_out, proxy, g_in_roll, g_out_roll, in_share, out_share, proxy_out_share.
     """
     missing = [c for c in REQUIRED if c not in provenance.columns]
     if missing:
@@ -30,6 +32,7 @@ def grad_flow_frame(provenance, steps, window=WINDOW):
         g_out_roll=frame["g_out"].rolling(window, min_periods=1).mean(),
         in_share=frame["g_in"] / total,
         out_share=frame["g_out"] / total,
+        proxy_out_share=frame["g_out"] / (frame["proxy"] + frame["g_out"]),
     )
 
 

@@ -4,6 +4,10 @@ For each token, its k nearest neighbours by cosine (itself excluded) in matrix A
 matrix B; overlap = |N_A ∩ N_B| / k, averaged over tokens. Needs no map, so it works
 across hidden sizes. Neighbour lists are computed once per matrix and shared by every
 comparison that uses it.
+
+Chance: unrelated matrices overlap k / (n - 1) on average over n tokens. The permuted-rows
+null pairs token i of A with token pi(i) of B for a seeded permutation pi; its neighbours come
+from B's lists relabelled (pi^-1(N_B(pi(i)))), so the null costs no second neighbour search.
 """
 import warnings
 
@@ -11,6 +15,7 @@ import pandas as pd
 import torch
 
 from tying.embeddings import common_vocabulary
+from tying.errors import PipelineError
 
 # (name, A, B) over the matrices of an (untied, tied) pair.
 COMPARISONS = (
@@ -101,28 +106,48 @@ def overlap(na, nb):
     return (merged[:, 1:] == merged[:, :-1]).sum(1) / na.shape[1]
 
 
-def knn_frame(untied, tied, ks=(10,), approximate=False, **options):
-    """Tidy mean KNN@k overlaps of the three comparisons of an (untied, tied) Embeddings pair.
+def permuted_neighbours(neighbours, seed=0):
+    """Neighbour lists (V, k) of the matrix whose row i is row pi(i) of the original (pi seeded)."""
+    pi = torch.randperm(neighbours.shape[0], generator=torch.Generator().manual_seed(seed))
+    return pi.argsort()[neighbours[pi]]
 
-    Pairs with different tokenizers are compared on their shared token strings. Neighbours
-    are found once per matrix at max(ks) and truncated for smaller k. `approximate` selects
-    approximate_neighbours (options: sketch_dim, candidates, power_iters, seed); else exact.
-    Returns columns comparison, k, overlap.
+
+def knn_frame(untied, tied, ks=(10,), approximate=False, keep=None, null_seed=1, **options):
+    """Tidy per-token KNN@k overlaps of the three comparisons of an (untied, tied) Embeddings pair.
+
+    Pairs with different tokenizers are compared on their shared token strings; keep: token
+    ids (of a shared vocabulary) to restrict to. Neighbours are found once per matrix at
+    max(ks) and truncated for smaller k. `approximate` selects approximate_neighbours
+    (options: sketch_dim, candidates, power_iters, seed); else exact. null_overlap is the
+    overlap with B's rows permuted; chance is k / (n - 1).
+    Returns columns comparison, k, token_id, overlap, null_overlap, chance, n_tokens.
     """
-    untied, tied, _ = common_vocabulary(untied, tied)
+    untied, tied, ids = common_vocabulary(untied, tied)
+    if keep is not None:
+        if not torch.equal(ids, torch.arange(len(ids))):
+            raise PipelineError("a token subset needs the two models to share one vocabulary")
+        ids = torch.as_tensor(keep, dtype=torch.long)
+        untied, tied = untied.select(ids), tied.select(ids)
+    n, k_max = len(ids), max(ks)
+    if n <= k_max:
+        raise PipelineError(f"KNN@{k_max} needs more than {k_max} tokens, got {n}")
     find = approximate_neighbours if approximate else nearest_neighbours
-    k_max = max(ks)
     neighbours = {
         "input_u": find(untied.input, k_max, **options),
         "output_u": find(untied.output, k_max, **options),
         "tied": find(tied.input, k_max, **options),
     }
-    rows = [
-        {"comparison": name, "k": k, "overlap": float(overlap(neighbours[a][:, :k], neighbours[b][:, :k]).mean())}
-        for name, a, b in COMPARISONS
-        for k in ks
-    ]
-    return pd.DataFrame(rows)
+    frames = []
+    for name, a, b in COMPARISONS:
+        null_b = permuted_neighbours(neighbours[b], null_seed)
+        for k in ks:
+            frames.append(pd.DataFrame({
+                "comparison": name, "k": k, "token_id": ids.numpy(),
+                "overlap": overlap(neighbours[a][:, :k], neighbours[b][:, :k]).numpy(),
+                "null_overlap": overlap(neighbours[a][:, :k], null_b[:, :k]).numpy(),
+                "chance": k / (n - 1), "n_tokens": n,
+            }))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _top_excluding_self(sims, start, k):

@@ -1,10 +1,12 @@
-"""Paper tables from tidy metric frames: mean ± CI over seeds beside the paper's numbers.
+"""Paper tables from tidy metric frames: mean [95% interval] over seeds beside the paper's numbers.
 
-Every builder returns one DataFrame whose display columns (labels, "mean ± half-CI"
-cells, the paper's numbers as text, n_seeds) come first and whose numeric columns,
-named `<key>_mean`, `<key>_ci_low`, `<key>_ci_high`, follow; the CSV keeps them all,
-the Markdown shows the display columns. Pairs named "main", "family" and "scale" are
-matched to the paper's OLMo, GPT-Neo/Pythia and Qwen3 pairs.
+Every builder returns one DataFrame whose display columns (labels, "mean [low, high]" cells
+with the Student-t interval over seeds, the paper's numbers as text, tokens, n_seeds) come
+first and whose numeric columns, named `<key>_mean`, `<key>_ci_low`, `<key>_ci_high`, follow;
+the CSV keeps them all, the Markdown shows the display columns. Fitted alignments are shown in
+sample (as the paper reports them), held out, and each beside its permuted-rows chance level.
+Pairs named "main", "family" and "scale" are matched to the paper's OLMo, GPT-Neo/Pythia and
+Qwen3 pairs.
 """
 import math
 
@@ -28,6 +30,12 @@ KNN_COMPARISONS = {
     "input_u_vs_output_u": "Input(U) vs Output(U)",
 }
 REFERENCES = {"input_u": "vs Input(U)", "output_u": "vs Output(U)"}
+# How a fitted map was scored (alignment columns scored, target) -> column label.
+FITS = {
+    "in_sample": "in-sample", "in_sample_chance": "chance (in-sample, rows permuted)",
+    "held_out": "held-out", "held_out_chance": "chance (held-out, rows permuted)",
+}
+KNN_COLUMNS = {"overlap": "overlap", "null_overlap": "null (rows permuted)", "chance": "chance k/(n-1)"}
 LOSS_METRICS = {"val_loss": "val loss", "perplexity": "perplexity"}
 
 # (pair, comparison, map) -> paper value; METHODS.md Table 1.
@@ -85,46 +93,65 @@ def at_step(frame, step=None, by=("pair",)):
     return rows
 
 
-def alignment_means(alignment, step=None):
-    """Mean per-token cosine per (pair, comparison, map): per seed, then mean ± CI over seeds.
+def with_fit(frame):
+    """`frame` (columns scored, target) with a `fit` column keyed as in FITS."""
+    chance = frame["target"].map({"true": "", "permuted": "_chance"})
+    return frame.assign(fit=frame["scored"] + chance)
 
-    alignment: tidy frame (pair, seed, step, comparison, map, token_id, cosine).
-    Returns pair, comparison, map, mean, ci_low, ci_high, n_seeds.
+
+def alignment_means(alignment, step=None):
+    """Mean per-token cosine per (pair, comparison, map, fit): per seed, then mean [interval] over seeds.
+
+    alignment: tidy frame (pair, seed, step, comparison, map, scored, target, token_id, cosine).
+    Returns pair, comparison, map, fit, mean, ci_low, ci_high, n_seeds.
     """
-    keys = ["pair", "comparison", "map"]
-    per_seed = at_step(alignment, step).groupby([*keys, "seed"], as_index=False, sort=False)["cosine"].mean()
+    keys = ["pair", "comparison", "map", "fit"]
+    rows = with_fit(at_step(alignment, step))
+    per_seed = rows.groupby([*keys, "seed"], as_index=False, sort=False)["cosine"].mean()
     return summarise(per_seed, keys, "cosine")
 
 
 def table1(alignment, step=None):
-    """Table 1: rows (pair, comparison), columns map; the paper's value beside each cell."""
+    """Table 1: rows (pair, comparison, map), columns in-sample (beside the paper), held-out and
+    their chance levels, and the tokens compared."""
     summary = alignment_means(alignment, step)
-    return _widen(summary, ["pair", "comparison"], "map", MAPS, ALIGNMENT_COMPARISONS, PAPER_TABLE1)
+    paper = {(*key, "in_sample"): value for key, value in PAPER_TABLE1.items()}
+    table = _widen(summary, ["pair", "comparison", "map"], "fit", FITS,
+                   {"comparison": ALIGNMENT_COMPARISONS}, paper)
+    return _with_tokens(table, at_step(alignment, step))
 
 
 def table5(knn, step=None):
-    """Table 5: KNN@k overlap, rows (pair, k), columns comparison.
+    """Table 5: KNN@k overlap, rows (pair, k, comparison), columns overlap (beside the paper),
+    its permuted-rows null and the chance level k / (n - 1).
 
-    knn: tidy frame (pair, seed, step, comparison, k, overlap).
+    knn: tidy per-token frame (pair, seed, step, comparison, k, token_id, overlap, null_overlap, chance).
     """
-    summary = summarise(at_step(knn, step), ["pair", "k", "comparison"], "overlap")
-    paper = {(pair, 10, comparison): v for (pair, comparison), v in PAPER_TABLE5.items()}
-    return _widen(summary, ["pair", "k"], "comparison", KNN_COMPARISONS, None, paper)
+    rows = at_step(knn, step)
+    keys = ["pair", "k", "comparison"]
+    per_seed = rows.groupby([*keys, "seed"], as_index=False, sort=False)[list(KNN_COLUMNS)].mean()
+    long = per_seed.melt([*keys, "seed"], list(KNN_COLUMNS), var_name="column", value_name="value")
+    summary = summarise(long, [*keys, "column"], "value")
+    paper = {(pair, 10, comparison, "overlap"): v for (pair, comparison), v in PAPER_TABLE5.items()}
+    table = _widen(summary, keys, "column", KNN_COLUMNS, {"comparison": KNN_COMPARISONS}, paper)
+    return _with_tokens(table, rows)
 
 
 def scaling_table(scaling, steps, paper=None):
-    """Orthogonal cosine of each tied variant vs Input(U) and Output(U): rows (pair, step, variant).
+    """Orthogonal cosine of each tied variant vs Input(U) and Output(U), rows (pair, step, variant,
+    reference), columns in-sample (beside the paper), held-out and their chance levels.
 
-    scaling: tidy frame (pair, seed, step, variant, reference, cosine); steps: the steps
-    to show; paper: {(variant, reference): text} shown beside the cells.
+    scaling: tidy frame (pair, seed, step, variant, reference, scored, target, cosine); steps:
+    the steps to show; paper: {(variant, reference): text} shown beside the in-sample cells.
     """
     rows = scaling[scaling["step"].isin(list(steps))]
     if rows.empty:
         raise PipelineError(f"no scaling rows at steps {list(steps)}; steps present: {sorted(scaling['step'].unique())}")
-    summary = summarise(rows, ["pair", "step", "variant", "reference"], "cosine")
-    keys = summary[["pair", "step", "variant", "reference"]].itertuples(index=False, name=None)
-    keyed = {key: paper[key[2:]] for key in keys if key[2:] in (paper or {})}
-    return _widen(summary, ["pair", "step", "variant"], "reference", REFERENCES, None, keyed)
+    keys = ["pair", "step", "variant", "reference"]
+    summary = summarise(with_fit(rows), [*keys, "fit"], "cosine")
+    keyed = {(*key, "in_sample"): paper[key[2:]] for key in summary[keys].itertuples(index=False, name=None)
+             if key[2:] in (paper or {})}
+    return _with_tokens(_widen(summary, keys, "fit", FITS, {"reference": REFERENCES}, keyed), rows)
 
 
 def table2(scaling, step=None):
@@ -152,14 +179,15 @@ def _widen(summary, index, column, labels, row_labels, paper):
     """One row per `index` key: for each `column` value, its cell, the paper's value and numbers.
 
     summary: output of stats.summarise over index + [column]; labels: column value ->
-    header; row_labels: display names for the last index level (None keeps values);
-    paper: {(*index key, column value): number or text}.
+    header; row_labels: {index level: {value: display name}} (levels shown in that order),
+    or None; paper: {(*index key, column value): number or text}.
     """
+    row_labels = row_labels or {}
     rows = []
     for key, group in _ordered(summary, index, row_labels).groupby(index, sort=False):
         display, numeric = dict(zip(index, key)), {}
-        if row_labels is not None:
-            display[index[-1]] = row_labels.get(key[-1], key[-1])
+        for level, names in row_labels.items():
+            display[level] = names.get(display[level], display[level])
         by_value = group.set_index(column)
         for value, label in labels.items():
             cell = by_value.loc[value] if value in by_value.index else None
@@ -174,12 +202,25 @@ def _widen(summary, index, column, labels, row_labels, paper):
 
 
 def _ordered(summary, index, row_labels):
-    """Rows sorted by each index level in order of first appearance; the last level in `row_labels` order."""
+    """Rows sorted by each index level in order of first appearance; levels in `row_labels` in its order."""
     ranks = {level: {v: i for i, v in enumerate(pd.unique(summary[level]))} for level in index}
-    if row_labels is not None:
-        extra = [v for v in ranks[index[-1]] if v not in row_labels]
-        ranks[index[-1]] = {v: i for i, v in enumerate([*row_labels, *extra])}
+    for level, names in row_labels.items():
+        extra = [v for v in ranks[level] if v not in names]
+        ranks[level] = {v: i for i, v in enumerate([*names, *extra])}
     return summary.sort_values(index, key=lambda s: s.map(ranks[s.name]), kind="stable")
+
+
+def _with_tokens(table, metric):
+    """`table` with a `tokens` column after its labels: the tokens each pair's numbers used
+    (n_tokens of the metric; "shared strings" for a pair of two tokenizers)."""
+    if "n_tokens" not in metric.columns:
+        return table
+    cross = metric["cross_tokenizer"] if "cross_tokenizer" in metric.columns else pd.Series(False, metric.index)
+    per_pair = metric.assign(cross=cross).groupby("pair").agg(n=("n_tokens", "max"), cross=("cross", "any"))
+    text = {pair: f"{row.n:,}" + (" shared strings" if row.cross else "") for pair, row in per_pair.iterrows()}
+    tokens = table["pair"].map(text)
+    at = list(table.columns).index("n_seeds")
+    return pd.concat([table.iloc[:, :at], tokens.rename("tokens"), table.iloc[:, at:]], axis=1)
 
 
 def _paper_text(value):

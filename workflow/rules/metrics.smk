@@ -3,11 +3,12 @@
 
 rule alignment:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed))),
+        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_counts(w.pair)),
     output:
         "results/metrics/alignment/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
+        analysis=TOKEN_ANALYSIS,
     log:
         "logs/metrics/alignment/{pair}/seed{seed}.log",
     benchmark:
@@ -17,18 +18,19 @@ rule alignment:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_alignment.py"
 
 
 rule knn:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed))),
+        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_counts(w.pair)),
     output:
         "results/metrics/knn/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
+        analysis=TOKEN_ANALYSIS,
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
     log:
@@ -40,7 +42,7 @@ rule knn:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_knn.py"
 
@@ -49,10 +51,12 @@ rule scaling:
     input:
         untied=lambda w: [pair_models(w.pair, int(w.seed), s)["untied"] for s in scaling_steps()],
         tied=lambda w: [d for s in scaling_steps() for d in scaled_models(w.pair, int(w.seed), s).values()],
+        counts=rules.tokens.output.counts,
     output:
         "results/metrics/scaling/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        analysis=TOKEN_ANALYSIS,
         steps=lambda w: scaling_steps(),
         variants=lambda w: list(scaled_models(w.pair, int(w.seed), FINAL_STEP)),
     log:
@@ -64,7 +68,7 @@ rule scaling:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_scaling.py"
 
@@ -86,7 +90,7 @@ rule evolution:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_evolution.py"
 
@@ -110,7 +114,7 @@ rule grad_flow:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_grad_flow.py"
 
@@ -123,6 +127,7 @@ rule norm_freq:
         "results/metrics/norm_freq/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        analysis=TOKEN_ANALYSIS,
     log:
         "logs/metrics/norm_freq/{pair}/seed{seed}.log",
     benchmark:
@@ -132,7 +137,7 @@ rule norm_freq:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_norm_freq.py"
 
@@ -156,6 +161,6 @@ rule loss:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_loss.py"

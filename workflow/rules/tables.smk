@@ -16,7 +16,7 @@ rule table1:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/table.py"
 
@@ -38,7 +38,7 @@ rule table2:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/table.py"
 
@@ -58,7 +58,7 @@ rule table5:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/table.py"
 
@@ -80,7 +80,7 @@ rule table6:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/table.py"
 
@@ -100,7 +100,7 @@ rule table7:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/table.py"
 
@@ -111,10 +111,11 @@ rule claims:
     output:
         parquet="results/tables/claims.parquet",
         md=report("results/tables/claims.md", caption="../report/claims.rst", category="Tables"),
+        seeds="results/tables/claims_seeds.parquet",
     params:
         pair=config.get("tables", {}).get("claims"),
         k=config["analysis"]["knn_k"],
-        grad_flow_steps=config["analysis"]["grad_flow_steps"],
+        early_steps=early_steps(),
         scaled_variant=config["analysis"]["scaled_variant"],
         at_paper_scale=lambda w: claims_at_paper_scale(),
     log:
@@ -126,6 +127,6 @@ rule claims:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/claims.py"

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.claims import claim_statistics, claims_table, write_claims
+from tying.claims import claim_statistics, claims_table, paper_scale_values, seed_table, write_claims
 from tying.lens import early_layer_gap
 from tying.script import run
 from tying.tidy import read_frames
@@ -12,13 +12,15 @@ def main(snakemake):
     paper_scale_path = inputs.pop("paper_scale", None)
     frames = {name: read_frames(paths) for name, paths in inputs.items()}
     frames["lens"] = early_layer_gap(frames["lens"])
-    statistics = claim_statistics(**frames, pair=p.pair, k=p.k, grad_flow_steps=p.grad_flow_steps,
+    statistics = claim_statistics(**frames, pair=p.pair, k=p.k, early_steps=p.early_steps,
                                   scaled_variant=p.scaled_variant)
-    if paper_scale_path:  # a paper-scale run's claims table: one value (its mean) per claim
-        paper_scale = {row.claim: pd.Series([row.mean]) for row in pd.read_parquet(paper_scale_path).itertuples()}
-    else:
-        paper_scale = statistics if p.at_paper_scale else None
-    write_claims(claims_table(statistics, paper_scale=paper_scale), snakemake.output.parquet, snakemake.output.md)
+    table = claims_table(statistics, one_pair=p.at_paper_scale)
+    if paper_scale_path:  # a paper-scale run's claims table
+        table = claims_table(statistics, paper_scale_values(pd.read_parquet(paper_scale_path)), p.at_paper_scale)
+    elif p.at_paper_scale:  # this run is the paper-scale one
+        table = claims_table(statistics, paper_scale_values(table), one_pair=True)
+    out = snakemake.output
+    write_claims(table, seed_table(statistics), out.parquet, out.md, out.seeds)
 
 
 run(snakemake, main)

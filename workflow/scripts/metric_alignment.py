@@ -5,12 +5,16 @@ from tying.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.script import run
 from tying.tidy import with_ids
+from tying.token_sets import analysed_tokens
 
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    frame = alignment_frame(load_embeddings(snakemake.input.untied), load_embeddings(snakemake.input.tied))
-    write_parquet(with_ids(frame, snakemake.params.ids), snakemake.output[0])
+    inp, p = snakemake.input, snakemake.params
+    untied, tied = load_embeddings(inp.untied), load_embeddings(inp.tied)
+    frame = alignment_frame(untied, tied, keep=analysed_tokens(inp, untied, p.analysis),
+                            held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])
+    write_parquet(with_ids(frame, p.ids), snakemake.output[0])
 
 
 run(snakemake, main)

@@ -8,9 +8,10 @@ from tying.tidy import with_ids
 
 
 def main(snakemake):
-    inp = snakemake.input
-    frame = norm_frequency_frame(load_embeddings(inp.untied), load_embeddings(inp.tied), pd.read_parquet(inp.counts))
-    write_parquet(with_ids(frame, snakemake.params.ids), snakemake.output[0])
+    inp, p = snakemake.input, snakemake.params
+    frame = norm_frequency_frame(load_embeddings(inp.untied), load_embeddings(inp.tied), pd.read_parquet(inp.counts),
+                                 min_count=p.analysis["min_count"])
+    write_parquet(with_ids(frame, p.ids), snakemake.output[0])
 
 
 run(snakemake, main)

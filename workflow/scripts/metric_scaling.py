@@ -6,16 +6,19 @@ from tying.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.script import run
 from tying.tidy import with_ids
+from tying.token_sets import analysed_tokens
 
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    p, tied = snakemake.params, iter(snakemake.input.tied)
-    frames = []
-    for step, untied_dir in zip(p.steps, snakemake.input.untied):
+    inp, p = snakemake.input, snakemake.params
+    tied, frames = iter(inp.tied), []
+    for step, untied_dir in zip(p.steps, inp.untied):
         untied = load_embeddings(untied_dir)
+        keep = analysed_tokens(inp, untied, p.analysis)
         for variant in p.variants:
-            frame = scaling_frame(load_embeddings(next(tied)), untied)
+            frame = scaling_frame(load_embeddings(next(tied)), untied, keep=keep, held_out=p.analysis["held_out"],
+                                  seed=p.analysis["split_seed"])
             frames.append(with_ids(frame, {**p.ids, "step": step, "variant": variant}))
     write_parquet(pd.concat(frames, ignore_index=True), snakemake.output[0])
 

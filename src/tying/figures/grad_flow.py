@@ -10,10 +10,11 @@ PATHS = {"input": ("g_in", "g_in_roll", "in_share", "input (lookup)"),
 
 
 def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
-    """Left: gradient norms on a log scale (raw faint, rolling mean solid); right: shares, stacked, %.
+    """Left: gradient norms on a log scale (raw faint, rolling mean solid); right: shares, stacked, %,
+    with the output share as the paper's code measured it (input side = ||dL/d embedding output||) dashed.
 
     grad_flow: tidy frame (pair, seed, variant, step, g_in, g_out, g_in_roll, g_out_roll,
-    in_share, out_share); one seed (default the first). Returns the (closed) figure.
+    in_share, out_share, proxy_out_share); one seed (default the first). Returns the (closed) figure.
     """
     runs = grad_flow[(grad_flow["pair"] == pair) & (grad_flow["variant"] == variant)]
     if runs.empty:
@@ -34,6 +35,9 @@ def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
     right.stackplot(rows["step"], *(100 * rows[share] for _, _, share, _ in PATHS.values()),
                     colors=[style.PALETTE[c] for c in PATHS], labels=[label for *_, label in PATHS.values()],
                     alpha=0.85, linewidth=0)
+    right.plot(rows["step"], 100 * (1 - rows["proxy_out_share"]), color="black", linestyle="--", linewidth=0.8,
+               label="output share by the paper code's proxy (above the line)")
+    right.legend(frameon=False, fontsize="x-small", loc="lower right")
     right.set(xlabel="training step", ylabel="share of norm sum (%)", ylim=(0, 100), title="shares",
               xlim=(rows["step"].min(), rows["step"].max()))
     fig.suptitle(f"{pair}, {variant}, seed {seed}", fontsize="small")

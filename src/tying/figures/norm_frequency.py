@@ -5,6 +5,7 @@ import seaborn as sns
 
 from tying.errors import PipelineError
 from tying.figures import style
+from tying.norm_frequency import MIN_BIN_TOKENS, binned_norms
 
 PANELS = {"untied_input": ("untied input", "input"), "untied_output": ("untied output", "output"),
           "tied": ("tied", "tied")}
@@ -21,9 +22,8 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
         raise PipelineError(f"no norm_freq rows with count >= 1 for pair {pair!r}")
     seed = runs["seed"].min() if seed is None else seed
     rows = runs[runs["seed"] == seed]
-    log_count = np.log10(rows["count"])
-    rows = rows.assign(log_count=log_count,
-                       log_bin=(np.floor(log_count * bins_per_decade) + 0.5) / bins_per_decade)
+    rows = rows.assign(log_count=np.log10(rows["count"]))
+    binned = binned_norms(rows, bins_per_decade)
 
     style.setup()
     fig, axes = plt.subplots(1, 3, sharex=True, figsize=(style.COLUMN_WIDTH, 0.6 * style.COLUMN_WIDTH),
@@ -32,11 +32,13 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
         panel = rows[rows["matrix"] == matrix]
         sns.scatterplot(panel, x="log_count", y="norm", color=style.PALETTE[colour], s=2, alpha=0.15,
                         linewidth=0, rasterized=True, ax=ax)
-        sns.lineplot(panel, x="log_bin", y="norm", color="black", errorbar=None, linewidth=1, ax=ax)
+        sns.lineplot(binned[binned["matrix"] == matrix], x="log_count", y="norm", color="black", linewidth=1,
+                     marker="o", markersize=2, ax=ax)
         ax.set(title=title, xlabel="", ylabel="")
         ax.title.set_fontsize("small")
     axes[0].set(ylabel="row L2 norm")
     fig.supxlabel("log10 token count (corpus occurrences)", fontsize="small")
-    fig.suptitle(f"{pair}, seed {seed}; line = mean norm per 1/{bins_per_decade} decade", fontsize="small")
+    fig.suptitle(f"{pair}, seed {seed}; line = mean norm per 1/{bins_per_decade} decade (bins of >= {MIN_BIN_TOKENS} "
+                 "tokens)", fontsize="small")
     style.save(fig, path)
     return fig
