@@ -3,6 +3,7 @@ import json
 import os
 import zipfile
 
+import pandas as pd
 import pytest
 import torch
 from fsspec.implementations.local import LocalFileSystem
@@ -19,6 +20,8 @@ from hubfixtures import (
     use_hub_cache,
     use_hub_server,
 )
+from snakerun import snakemake
+from test_paper_mode import fake_paper_config
 from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
 from tying.hub import fetch_model, plan_fetch
@@ -412,3 +415,35 @@ def test_the_plan_of_an_online_fetch_is_what_the_hub_sends(bin_commits, hub_serv
         sent.clear()
         fetch_model(repo_id, "main", tmp_path / repo_id, embeddings_only=True)
         assert dict(sent) == plan["files"]
+
+
+def test_the_download_plan_target_sizes_every_fetch_job_of_every_target(hub_cache, bin_commits, tmp_path):
+    cache, _ = hub_cache
+    (tmp_path / "corpus.jsonl").write_text('{"text": "t1 t2"}\n')
+    config = {**fake_paper_config(tmp_path / "corpus.jsonl"), "figures": {"fig3": "main"},
+              "tables": {"table5": ["scale"]}}
+    config["pairs"]["scale"]["untied"] = {"hub": "test-org/pythia-bin"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "hf-home")}
+    result = snakemake(tmp_path, "results/hub/download_plan.tsv", config=config, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    table = pd.read_csv(tmp_path / "results/hub/download_plan.tsv", sep="\t")
+    jobs = table.groupby(["target", "rule", "repo_id", "revision"], sort=False)["bytes"].sum()
+    expected = {
+        ("figures/fig3.pdf", "hub_embeddings", "test-org/olmo-untied", "step0"),
+        ("figures/fig3.pdf", "hub_embeddings", "test-org/olmo-untied", "step1000"),
+        ("results/tables/table5.csv", "hub_embeddings", "test-org/qwen3-tied", "main"),
+        ("results/tables/table5.csv", "hub_embeddings", "test-org/pythia-bin", "main"),
+    }
+    assert set(jobs.index) == expected
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_hub_cache(monkeypatch, cache)
+        for (_, _, repo_id, revision), nbytes in jobs.items():
+            assert nbytes == fetch_model(repo_id, revision, tmp_path / "fetched" / repo_id / revision, True)["bytes_read"]
+    assert set(table["status"]) == {"missing"}
+    summary = (tmp_path / "results/hub/download_plan.md").read_text().splitlines()
+    fig3 = jobs.loc["figures/fig3.pdf"].sum()
+    assert f"| figures/fig3.pdf | 2 | {fig3:,} | {fig3 / 1e9:.2f} |" in summary
+    distinct = jobs.droplevel(0)
+    distinct = distinct[~distinct.index.duplicated()].sum()
+    assert summary[-1] == f"| all of them | 4 | {distinct:,} | {distinct / 1e9:.2f} |"

@@ -1,12 +1,13 @@
 # Released checkpoints from the Hugging Face hub at pinned revisions (paper-scale mode).
-# hub_embeddings and hub_model are the workflow's only jobs that touch the network (besides a
-# corpus or tokenizer taken from the hub): on a cluster they run on the submitting host
+# hub_embeddings and hub_model are the workflow's only jobs that download weights (download_plan
+# reads the hub's metadata; a corpus or tokenizer may come from the hub too): on a cluster they run on the submitting host
 # (localrules), and each holds resource `network=1`, so `--resources network=2` caps parallel
 # downloads. Building the DAG (and a dry run) never calls the hub: paths come from the config.
 
 localrules:
     hub_embeddings,
     hub_model,
+    download_plan,
 
 
 rule hub_embeddings:
@@ -79,3 +80,28 @@ rule hub_tokens:
         "../../environment.yml"
     script:
         "../scripts/hub_tokens.py"
+
+
+# The bytes every fetch job of every configured target will read, from the hub's file metadata
+# (a few small range reads per file; no weights are downloaded).
+rule download_plan:
+    output:
+        tsv="results/hub/download_plan.tsv",
+        md="results/hub/download_plan.md",
+    params:
+        targets=[t for t in all_targets() if not t.endswith(".md")],  # a table's .md: the DAG of its .csv
+        snakefile=workflow.main_snakefile,
+        config=config,
+    log:
+        "logs/hub/download_plan.log",
+    benchmark:
+        "results/benchmarks/hub/download_plan.tsv"
+    resources:
+        network=1,
+        mem_mb=2000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/hub_download_plan.py"
