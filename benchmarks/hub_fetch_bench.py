@@ -1,5 +1,6 @@
-"""Embedding-only versus full fetch over HTTP, on a model shaped like OLMo-1B-0724 (untied,
-embeddings ~17% of the weights), served from a loopback fake hub. Prints bytes and seconds.
+"""Embedding-only versus full fetch over HTTP, served from a loopback fake hub: a model shaped like
+OLMo-1B-0724 (untied, embeddings ~17% of the weights, safetensors) and one shaped like a Pythia-1B
+step branch (untied float16, only a torch zip pytorch_model.bin). Prints bytes and seconds.
 
 Run: .venv/bin/python benchmarks/hub_fetch_bench.py
 """
@@ -12,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import torch  # noqa: E402
 from huggingface_hub import constants  # noqa: E402
-from transformers import OlmoConfig, OlmoForCausalLM  # noqa: E402
+from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, OlmoConfig, OlmoForCausalLM  # noqa: E402
 
 from hubfixtures import add_snapshot, serve_hub  # noqa: E402
 from tying.hub import fetch_model  # noqa: E402
@@ -27,17 +28,23 @@ def main():
         torch.manual_seed(0)
         OlmoForCausalLM(config).save_pretrained(work / "model")
         add_snapshot(work / "cache", "bench/olmo-like", "step0", work / "model")
+        pythia = GPTNeoXConfig(vocab_size=8192, hidden_size=128, intermediate_size=512, num_hidden_layers=16,
+                               num_attention_heads=4, tie_word_embeddings=False)
+        model = GPTNeoXForCausalLM(pythia).half()
+        pythia.save_pretrained(work / "pythia")
+        torch.save(model.state_dict(), work / "pythia" / "pytorch_model.bin")
+        add_snapshot(work / "cache", "bench/pythia-like", "step0", work / "pythia")
         with serve_hub(work / "cache") as (endpoint, sent):
             constants.HF_HUB_OFFLINE = False
             constants.HF_HUB_CACHE = str(work / "empty-cache")
             constants.ENDPOINT = endpoint
             constants.HUGGINGFACE_CO_URL_TEMPLATE = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
-            for embeddings_only in (True, False):
+            for repo, embeddings_only in [(r, e) for r in ("bench/olmo-like", "bench/pythia-like") for e in (1, 0)]:
                 sent.clear()
                 start = time.perf_counter()
-                record = fetch_model("bench/olmo-like", "step0", work / f"out-{embeddings_only}", embeddings_only)
+                record = fetch_model(repo, "step0", work / f"out-{repo}-{embeddings_only}", embeddings_only)
                 seconds = time.perf_counter() - start
-                print(f"embeddings_only={embeddings_only!s:5}  bytes_read={record['bytes_read']:>11,}"
+                print(f"{repo:18} embeddings_only={bool(embeddings_only)!s:5}  bytes_read={record['bytes_read']:>11,}"
                       f"  bytes_served={sum(sent.values()):>11,}  seconds={seconds:.2f}")
 
 
