@@ -25,7 +25,7 @@ def matrix(v, d, seed, shift=0.0):
 def test_rotated_copy_aligns_under_orthogonal_and_linear_but_not_identity():
     s = matrix(600, 32, 0, shift=3.0)  # column offsets test the centring too
     t = (s - s.mean(0)) @ rotation(32, 1).float().T + 5.0
-    cos = alignment_cosines({"rot": (s, t)})["rot"]
+    cos = alignment_cosines({"rot": (s, t)})[0]["rot", "in_sample", "true"]
     assert cos["orthogonal"].mean().item() == pytest.approx(1.0, abs=1e-5)
     assert cos["linear"].mean().item() == pytest.approx(1.0, abs=1e-5)
     assert abs(cos["identity"].mean().item()) < 0.2
@@ -51,8 +51,35 @@ def test_procrustes_matches_the_svd_solution_on_a_singular_cross_product():
 def test_linear_map_across_widths_recovers_a_random_linear_image():
     s = matrix(500, 16, 3)
     t = s @ torch.randn(16, 40, generator=torch.Generator().manual_seed(4))
-    cos = alignment_cosines({"wide": (s, t)}, maps=("linear",))["wide"]["linear"]
-    assert cos.mean().item() == pytest.approx(1.0, abs=1e-5)
+    cos, _ = alignment_cosines({"wide": (s, t)}, maps=("linear",), held_out=0.2)
+    assert cos["wide", "in_sample", "true"]["linear"].mean().item() == pytest.approx(1.0, abs=1e-5)
+    assert cos["wide", "held_out", "true"]["linear"].mean().item() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_held_out_and_chance_of_independent_gaussians():
+    # Fitting d parameters per column to V rows: in sample unrelated matrices score about sqrt(d / V);
+    # held out, about 0. The permuted-rows null of any pair sits at that same floor.
+    v, d = 4000, 64
+    s, t = matrix(v, d, 7), matrix(v, d, 8)
+    cos, ids = alignment_cosines({"x": (s, t), "same": (s, s @ rotation(d, 9).float())}, held_out=0.2, null=True)
+    floor = (d / v) ** 0.5
+    assert cos["x", "in_sample", "true"]["linear"].mean().item() == pytest.approx(floor, rel=0.1)
+    assert abs(cos["x", "held_out", "true"]["linear"].mean().item()) < 0.02
+    assert abs(cos["x", "held_out", "true"]["orthogonal"].mean().item()) < 0.02
+    for pair in ("x", "same"):
+        assert cos[pair, "in_sample", "permuted"]["linear"].mean().item() == pytest.approx(floor, rel=0.1)
+        assert abs(cos[pair, "held_out", "permuted"]["linear"].mean().item()) < 0.02
+    assert cos["same", "held_out", "true"]["orthogonal"].mean().item() == pytest.approx(1.0, abs=1e-5)
+    assert len(ids["held_out"]) == 800 and ids["held_out"].unique().numel() == 800
+    assert torch.equal(ids["in_sample"], torch.arange(v))
+
+
+def test_in_sample_scores_do_not_depend_on_the_held_out_split():
+    s, t = matrix(300, 8, 10), matrix(300, 8, 11)
+    plain, _ = alignment_cosines({"x": (s, t)})
+    split, _ = alignment_cosines({"x": (s, t)}, held_out=0.2, null=True, seed=5)
+    for name in ("identity", "orthogonal", "linear"):
+        assert torch.allclose(plain["x", "in_sample", "true"][name], split["x", "in_sample", "true"][name], atol=1e-5)
 
 
 def test_least_squares_matches_lstsq_and_handles_a_singular_gram():
@@ -92,14 +119,32 @@ def pair(v=400, d=12, tokens=None):
 def test_alignment_frame_rows_and_values():
     untied, tied = pair()
     frame = alignment_frame(untied, tied)
-    assert list(frame.columns) == ["comparison", "map", "token_id", "cosine"]
-    assert len(frame) == 3 * 3 * 400
-    means = frame.groupby(["comparison", "map"])["cosine"].mean()
-    assert means["output_u->tied", "orthogonal"] == pytest.approx(1.0, abs=1e-5)
-    assert means["output_u->tied", "linear"] == pytest.approx(1.0, abs=1e-5)
-    assert abs(means["input_u->tied", "orthogonal"]) < 0.35  # unrelated: chance level ~ sqrt(d / V)
+    assert list(frame.columns) == ["comparison", "map", "scored", "target", "token_id", "cosine", "n_tokens",
+                                   "cross_tokenizer"]
+    assert len(frame) == 3 * 3 * 2 * (400 + 80)
+    assert (frame["n_tokens"] == 400).all() and not frame["cross_tokenizer"].any()
+    true = frame[frame["target"] == "true"]
+    means = true.groupby(["scored", "comparison", "map"])["cosine"].mean()
+    for scored in ("in_sample", "held_out"):
+        assert means[scored, "output_u->tied", "orthogonal"] == pytest.approx(1.0, abs=1e-5)
+        assert means[scored, "output_u->tied", "linear"] == pytest.approx(1.0, abs=1e-5)
+    assert abs(means["in_sample", "input_u->tied", "orthogonal"]) < 0.35  # unrelated: ~ sqrt(d / V)
+    assert abs(means["held_out", "input_u->tied", "linear"]) < 0.15
+    chance = frame[frame["target"] == "permuted"].groupby(["scored", "comparison"])["cosine"].mean()
+    assert abs(chance["held_out", "output_u->tied"]) < 0.15  # permuting the rows destroys the copy
     assert set(frame["comparison"]) == {"input_u->output_u", "output_u->tied", "input_u->tied"}
-    assert frame.loc[frame["map"] == "linear", "token_id"].tolist()[:400] == list(range(400))
+    in_sample = frame[(frame["map"] == "linear") & (frame["scored"] == "in_sample") & (frame["target"] == "true")]
+    assert in_sample["token_id"].tolist()[:400] == list(range(400))
+
+
+def test_alignment_frame_keeps_only_the_tokens_asked_for():
+    untied, tied = pair()
+    keep = torch.arange(0, 400, 2)
+    frame = alignment_frame(untied, tied, keep=keep)
+    assert (frame["n_tokens"] == 200).all()
+    assert set(frame["token_id"]) <= set(keep.tolist())
+    in_sample = frame[(frame["scored"] == "in_sample") & (frame["target"] == "true") & (frame["map"] == "linear")]
+    assert in_sample.groupby("comparison").size().tolist() == [200, 200, 200]
 
 
 def test_alignment_frame_across_widths_keeps_linear_only_where_widths_differ():
@@ -113,13 +158,18 @@ def test_alignment_frame_across_widths_keeps_linear_only_where_widths_differ():
     assert maps["output_u->tied"] == maps["input_u->tied"] == {"linear"}
     assert maps["input_u->output_u"] == {"identity", "orthogonal", "linear"}
     assert sorted(frame["token_id"].unique().tolist()) == list(range(100, 400))
-    means = frame.groupby("comparison")["cosine"].mean()
-    assert means["output_u->tied"] == pytest.approx(1.0, abs=1e-4)
+    assert (frame["n_tokens"] == 300).all() and frame["cross_tokenizer"].all()
+    means = frame[frame["target"] == "true"].groupby(["scored", "comparison"])["cosine"].mean()
+    assert means["in_sample", "output_u->tied"] == pytest.approx(1.0, abs=1e-4)
+    assert means["held_out", "output_u->tied"] == pytest.approx(1.0, abs=1e-4)
+    with pytest.raises(PipelineError, match="share one vocabulary"):
+        alignment_frame(untied, tied_other, keep=[1, 2, 3])
 
 
 def test_scaling_frame_against_untied_input_and_output():
     untied, tied = pair()
-    frame = scaling_frame(tied, untied)
-    assert frame["reference"].tolist() == ["input_u", "output_u"]
-    assert frame.set_index("reference").loc["output_u", "cosine"] == pytest.approx(1.0, abs=1e-5)
-    assert frame.set_index("reference").loc["input_u", "cosine"] < 0.35
+    frame = scaling_frame(tied, untied).set_index(["reference", "scored", "target"])["cosine"]
+    assert frame["output_u", "in_sample", "true"] == pytest.approx(1.0, abs=1e-5)
+    assert frame["output_u", "held_out", "true"] == pytest.approx(1.0, abs=1e-5)
+    assert frame["input_u", "in_sample", "true"] < 0.35
+    assert abs(frame["output_u", "held_out", "permuted"]) < 0.15

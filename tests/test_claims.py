@@ -1,127 +1,234 @@
-"""Claim statistics per seed, verdicts, and the claims table on constructed metric frames."""
+"""Claim statistics per seed, verdicts from Student-t intervals, and negative controls: for each
+claim, an input built so that the claim is false must not come out as "holds"."""
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from tying import claims
+from tying.alignment import alignment_frame, scaling_frame
+from tying.embeddings import Embeddings
 from tying.errors import PipelineError
+from tying.knn_overlap import knn_frame
+from tying.tidy import with_ids
+
+V, D = 600, 16
+TOKENS = tuple(str(i) for i in range(V))
+SEEDS = (0, 1, 2)
 
 
 @pytest.mark.parametrize(
     "values, expected",
     [
-        ([0.1, 0.2, 0.15], "holds"),  # every seed above the threshold
-        ([-0.1, -0.2, -0.15], "does not hold"),  # every seed below
-        ([-0.2, 0.3, -0.1, 0.25], "inconclusive"),  # the CI straddles the threshold
-        ([0.05], "holds"),  # one seed: its side decides
-        ([-0.05], "does not hold"),
+        ([0.1, 0.2, 0.15], "holds"),  # the t-interval lies above the threshold
+        ([-0.1, -0.2, -0.15], "does not hold"),
+        ([-0.2, 0.3, -0.1, 0.25], "inconclusive"),  # the interval straddles it
+        ([0.05, 0.5, 0.06], "inconclusive"),  # every seed above, but three seeds this spread do not show it
+        ([0.05], "direction only (1 seed)"),  # one or two seeds never "hold"
+        ([-0.05], "direction only (1 seed)"),
+        ([0.30, 0.31], "direction only (2 seeds)"),
     ],
 )
 def test_verdict_from_seed_values(values, expected):
-    table = claims.claims_table({"C1": pd.Series(values)})
-    assert table.loc[0, "verdict"] == expected
-    assert table.loc[0, "n_seeds"] == len(values)
+    row = claims.claims_table({"C1": pd.Series(values)}).iloc[0]
+    assert row["verdict"] == expected
+    assert row["n_seeds"] == len(values)
+    assert row["on_claimed_side"] == f"{sum(v > 0 for v in values)} of {len(values)} seed{'s' * (len(values) > 1)}"
 
 
-def test_verdict_uses_the_claims_threshold():
-    # C5 claims an output share above 0.5: 0.6 holds, 0.4 does not.
-    assert claims.claims_table({"C5": pd.Series([0.6, 0.62])}).loc[0, "verdict"] == "holds"
-    assert claims.claims_table({"C5": pd.Series([0.4, 0.42])}).loc[0, "verdict"] == "does not hold"
-    assert claims.verdict(0.5, math.nan, math.nan, 0.5) == "inconclusive"
+def test_verdict_uses_the_claims_threshold_and_direction():
+    # C5 claims an output share above 0.5; C6a a flatness ratio below 0.5.
+    assert claims.claims_table({"C5": pd.Series([0.6, 0.62, 0.61])}).loc[0, "verdict"] == "holds"
+    assert claims.claims_table({"C5": pd.Series([0.4, 0.42, 0.41])}).loc[0, "verdict"] == "does not hold"
+    assert claims.claims_table({"C6a": pd.Series([0.2, 0.25, 0.3])}).loc[0, "verdict"] == "holds"
+    assert claims.claims_table({"C6a": pd.Series([1.2, 1.25, 1.3])}).loc[0, "verdict"] == "does not hold"
+    assert claims.CLAIMS["C6a"].criterion.endswith("< 0.5")
 
 
-def _alignment():
-    """Seed s: output_u->tied mean 0.7 + 0.1 s, input_u->tied mean 0.5 (linear); gap 0.2 + 0.1 s."""
-    rows = []
-    for seed in (0, 1):
-        for comparison, mean in (("output_u->tied", 0.7 + 0.1 * seed), ("input_u->tied", 0.5), ("input_u->output_u", 0.0)):
-            for map_, shift in (("linear", 0.0), ("orthogonal", -0.3)):
-                for token, offset in enumerate((-0.1, 0.1)):
-                    rows.append(("main", seed, 300, comparison, map_, token, mean + shift + offset))
-    return pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "token_id", "cosine"])
+# --- negative controls built from real metric code on constructed matrices -------------------------------
 
 
-def test_alignment_gap_is_paired_per_seed():
-    assert claims.alignment_gap(_alignment()).to_dict() == pytest.approx({0: 0.2, 1: 0.3})
+def _pair(seed, tied_from):
+    """An untied pair (random input and output) and a tied matrix = the untied `tied_from` matrix + noise."""
+    g = torch.Generator().manual_seed(seed)
+    inp, out = torch.randn(V, D, generator=g), torch.randn(V, D, generator=g)
+    tied = (inp if tied_from == "input" else out) + 0.5 * torch.randn(V, D, generator=g)
+    return Embeddings(inp, out, False, TOKENS), Embeddings(tied, tied, True, TOKENS)
 
 
-def test_knn_gap_at_k():
-    knn = pd.DataFrame(
-        [("main", s, 300, c, k, v + 0.01 * k) for s in (0, 1) for k in (5, 10)
-         for c, v in (("tied_vs_input_u", 0.4), ("tied_vs_output_u", 0.7 - 0.1 * s), ("input_u_vs_output_u", 0.3))],
-        columns=["pair", "seed", "step", "comparison", "k", "overlap"],
-    )
-    assert claims.knn_gap(knn, k=10).to_dict() == pytest.approx({0: 0.3, 1: 0.2})
-    with pytest.raises(PipelineError):
-        claims.knn_gap(knn, k=20)
-    with pytest.raises(PipelineError):
-        claims.knn_gap(knn[knn["comparison"] != "tied_vs_output_u"])
+def _over_seeds(make, tied_from):
+    return pd.concat([with_ids(make(*_pair(s, tied_from)), {"pair": "main", "seed": s, "step": 300})
+                      for s in SEEDS], ignore_index=True)
 
 
-def test_drift_gap_at_last_step():
-    rows = [("main", s, m, step, drift, math.nan if step == 0 else 0.9)
-            for s in (0, 1) for step in (0, 100, 200)
-            for m, drift in (("input", 1 - step / 1000), ("output", 1 - step / 400 - 0.1 * s))]
+@pytest.mark.parametrize("tied_from, expected", [("output", "holds"), ("input", "does not hold")])
+def test_c1_and_c2_follow_which_untied_matrix_the_tied_one_was_made_from(tied_from, expected):
+    alignment = _over_seeds(alignment_frame, tied_from)
+    knn = _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), tied_from)
+    table = claims.claims_table(claims.claim_statistics(alignment=alignment, knn=knn)).set_index("claim")
+    assert table.loc["C1", "verdict"] == expected
+    assert table.loc["C2", "verdict"] == expected
+    assert table.loc["C1", "interval"] == "Student-t 95% over 3 seeds"
+    # The permuted-rows chance level of the gap is near 0 either way.
+    assert abs(float(table.loc["C1", "chance"])) < 0.05 and abs(float(table.loc["C2", "chance"])) < 0.05
+
+
+def test_c1_is_decided_held_out_and_reports_in_sample_beside_it():
+    alignment = _over_seeds(alignment_frame, "output")
+    stat = claims.claim_statistics(alignment=alignment)["C1"]
+    held_out = claims.alignment_gap(alignment)
+    in_sample = claims.alignment_gap(alignment, scored="in_sample")
+    assert stat.values.tolist() == pytest.approx(held_out.tolist())
+    assert stat.in_sample.tolist() == pytest.approx(in_sample.tolist())
+    assert not np.allclose(held_out, in_sample)
+
+
+def test_c3_and_c4_negative_controls():
+    lens = pd.DataFrame({"pair": "main", "seed": SEEDS, "gap_bits": [-0.5, -0.6, -0.4]})  # tied closer to output
+    rows = [("main", s, m, step, 1.0 - step / (1000 if m == "output" else 400), math.nan)
+            for s in SEEDS for step in (0, 100, 200) for m in ("input", "output")]  # input moves more
     evolution = pd.DataFrame(rows, columns=["run", "seed", "matrix", "step", "drift", "change"])
-    # step 200: input 0.8, output 0.5 - 0.1 s
-    assert claims.drift_gap(evolution).to_dict() == pytest.approx({0: 0.3, 1: 0.4})
+    table = claims.claims_table(claims.claim_statistics(lens=lens, evolution=evolution)).set_index("claim")
+    assert table.loc["C3", "verdict"] == "does not hold"
+    assert table.loc["C4", "verdict"] == "does not hold"
 
 
-def test_output_share_over_first_steps():
-    rows = [("main", s, "tied", step, 1.0, 1.0, 1.0, 1.0, 1 - share, share)
-            for s in (0, 1) for step, share in enumerate([0.8, 0.6, 0.1, 0.1])]
-    grad_flow = pd.DataFrame(rows, columns=["pair", "seed", "variant", "step", "g_in", "g_out",
-                                            "g_in_roll", "g_out_roll", "in_share", "out_share"])
-    assert claims.output_share(grad_flow, steps=2).tolist() == pytest.approx([0.7, 0.7])
-    assert claims.output_share(grad_flow).tolist() == pytest.approx([0.4, 0.4])
+def _grad_flow(early_share, late_share, steps=100):
+    rows = [("main", s, "tied", step, share, 1 - share, 0.9 * share)
+            for s in SEEDS for step in range(1, steps + 1)
+            for share in [(early_share if step <= steps // 10 else late_share) + 0.01 * s]]
+    return pd.DataFrame(rows, columns=["pair", "seed", "variant", "step", "out_share", "in_share", "proxy_out_share"])
 
 
-def test_norm_shape_gap_from_shape_stats():
-    # Output and tied norms rise with count (rho = 1), input norms fall (rho = -1): gap 2.
-    counts = np.array([1, 10, 100, 1000, 10000])
-    norms = {"untied_input": 2.0 - counts / 1e5, "untied_output": np.log10(counts) + 1, "tied": np.sqrt(counts)}
-    rows = [("main", seed, m, t, c, n) for seed in (0, 1) for m, ns in norms.items()
-            for t, (c, n) in enumerate(zip(counts, ns))]
-    norm_freq = pd.DataFrame(rows, columns=["pair", "seed", "matrix", "token_id", "count", "norm"])
-    assert claims.norm_shape_gap(norm_freq).to_dict() == pytest.approx({0: 2.0, 1: 2.0})
+def test_c5_is_over_the_early_steps_only():
+    # Output-dominated early, input-dominated later: the early window decides.
+    frame = _grad_flow(early_share=0.8, late_share=0.2)
+    table = claims.claims_table(claims.claim_statistics(grad_flow=frame, early_steps=10)).set_index("claim")
+    assert table.loc["C5", "mean"] == pytest.approx(0.81)
+    assert table.loc["C5", "verdict"] == "holds"
+    assert table.loc["C5p", "mean"] == pytest.approx(0.9 * 0.81)
+    late = claims.claims_table(claims.claim_statistics(grad_flow=_grad_flow(0.3, 0.8), early_steps=10))
+    assert late.set_index("claim").loc["C5", "verdict"] == "does not hold"
+    with pytest.raises(PipelineError, match="no step <= 0"):
+        claims.output_share(frame, steps=0)
+
+
+def _norm_freq(profiles):
+    """Tokens at counts 10**(0.25 j), 20 tokens a bin; norm = profile(log10 count) per matrix."""
+    rows = []
+    for seed in SEEDS:
+        for j in range(20):
+            log_count = 0.25 * j + 0.1
+            for t in range(20):
+                for matrix, profile in profiles.items():
+                    rows.append(("main", seed, matrix, 20 * j + t, round(10 ** log_count), profile(log_count)
+                                 + 0.001 * (t - 10) + 0.002 * seed))
+    return pd.DataFrame(rows, columns=["pair", "seed", "matrix", "token_id", "count", "norm"])
+
+
+def rise_fall(x):
+    return 1.0 + 0.5 * math.exp(-((x - 3.0) ** 2))  # peak near 10^3 occurrences
+
+
+def test_c6_holds_for_the_papers_shape():
+    frame = _norm_freq({"untied_input": lambda x: 1.0, "untied_output": rise_fall, "tied": rise_fall})
+    table = claims.claims_table(claims.claim_statistics(norm_freq=frame)).set_index("claim")
+    assert table.loc["C6a", "verdict"] == "holds"
+    assert table.loc["C6b", "verdict"] == "holds"
+
+
+def test_c6_negative_controls():
+    # Input norms rising as much as the others: not flat. A flat output profile: no rise and fall.
+    rising = _norm_freq({"untied_input": lambda x: 1.0 + 0.1 * x, "untied_output": rise_fall, "tied": rise_fall})
+    flat_output = _norm_freq({"untied_input": lambda x: 1.0, "untied_output": lambda x: 2.0, "tied": rise_fall})
+    a = claims.claims_table(claims.claim_statistics(norm_freq=rising)).set_index("claim")
+    b = claims.claims_table(claims.claim_statistics(norm_freq=flat_output)).set_index("claim")
+    assert a.loc["C6a", "verdict"] == "does not hold"
+    assert b.loc["C6b", "verdict"] == "does not hold"
+
+
+def _scaling(seed, toward):
+    """A tied run (tied = output + noise) and a scaled variant nearer the untied `toward` matrix."""
+    untied, tied = _pair(seed, "output")
+    g = torch.Generator().manual_seed(100 + seed)
+    target = untied.input if toward == "input" else untied.output
+    scaled = 0.5 * tied.input + 0.5 * target + 0.1 * torch.randn(V, D, generator=g)
+    frames = [with_ids(scaling_frame(Embeddings(m, m, True, TOKENS), untied), {"variant": v})
+              for v, m in (("tied", tied.input), ("tied_x5", scaled))]
+    return with_ids(pd.concat(frames, ignore_index=True), {"pair": "main", "seed": seed, "step": 300})
+
+
+@pytest.mark.parametrize("toward, expected", [("input", "holds"), ("output", "does not hold")])
+def test_c7_follows_where_the_scaled_variant_moved(toward, expected):
+    scaling = pd.concat([_scaling(s, toward) for s in SEEDS], ignore_index=True)
+    table = claims.claims_table(claims.claim_statistics(scaling=scaling)).set_index("claim")
+    assert table.loc["C7", "verdict"] == expected
 
 
 def test_scaling_shift_matches_the_papers_arithmetic():
-    cos = {("tied", "input_u"): 0.216, ("tied", "output_u"): 0.384, ("tied_x5", "input_u"): 0.222, ("tied_x5", "output_u"): 0.369}
+    cos = {("tied", "input_u"): 0.216, ("tied", "output_u"): 0.384, ("tied_x5", "input_u"): 0.222,
+           ("tied_x5", "output_u"): 0.369}
     scaling = pd.DataFrame(
-        [("main", 0, 300, v, r, c) for (v, r), c in cos.items()] + [("main", 0, 100, v, r, 0.0) for v, r in cos],
-        columns=["pair", "seed", "step", "variant", "reference", "cosine"],
+        [("main", 0, 300, v, r, "in_sample", "true", c) for (v, r), c in cos.items()]
+        + [("main", 0, 100, v, r, "in_sample", "true", 0.0) for v, r in cos],
+        columns=["pair", "seed", "step", "variant", "reference", "scored", "target", "cosine"],
     )
-    assert claims.scaling_shift(scaling).to_dict() == pytest.approx({0: 0.021})
+    assert claims.scaling_shift(scaling, scored="in_sample").to_dict() == pytest.approx({0: 0.021})
 
 
-def test_claims_table_rows_columns_and_markdown(tmp_path):
-    lens = pd.DataFrame({"pair": ["main", "main", "family"], "seed": [0, 1, 0], "gap_bits": [1.5, 2.5, 9.0]})
-    statistics = claims.claim_statistics(alignment=_alignment(), lens=lens)
+# --- one released pair, the table, the paper-scale column ------------------------------------------------
+
+
+def test_one_released_pair_gets_a_token_bootstrap_labelled_as_such():
+    untied, tied = _pair(0, "output")
+    alignment = with_ids(alignment_frame(untied, tied), {"pair": "olmo", "seed": 0, "step": 0})
+    statistics = claims.claim_statistics(alignment=alignment, pair="olmo")
+    per_token = statistics["C1"].per_token
+    assert len(per_token) == round(0.2 * V)  # the held-out tokens
+    assert per_token.mean() == pytest.approx(statistics["C1"].values[0])
+    row = claims.claims_table(statistics, one_pair=True).iloc[0]
+    assert row["interval"] == f"95% bootstrap over {round(0.2 * V)} tokens, one pair of models"
+    assert row["verdict"] == "holds (one pair of models)"
+    assert row["ci_low"] < row["mean"] < row["ci_high"]
+    lens = pd.DataFrame({"pair": "olmo", "seed": [0], "gap_bits": [1.2]})
+    row = claims.claims_table(claims.claim_statistics(lens=lens, pair="olmo"), one_pair=True).iloc[0]
+    assert row["verdict"] == "direction only (one pair of models)"
+
+
+def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
+    lens = pd.DataFrame({"pair": ["main"] * 3 + ["family"], "seed": [0, 1, 2, 0], "gap_bits": [1.5, 2.5, 2.0, 9.0]})
+    statistics = claims.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
     table = claims.claims_table(statistics)
     assert table["claim"].tolist() == ["C1", "C3"]  # claims without input are omitted
-    c1 = table.iloc[0]
-    assert c1["ours"] == "0.250 ± 0.050" and c1["verdict"] == "holds"
-    assert (c1["ci_low"], c1["ci_high"]) == pytest.approx((0.2, 0.3))
-    assert c1["paper"] == "0.719 vs 0.525 (+0.194)" and c1["criterion"].endswith("> 0")
-    claims.write_claims(table, tmp_path / "claims.parquet", tmp_path / "claims.md")
-    assert pd.read_parquet(tmp_path / "claims.parquet")["mean"].tolist() == pytest.approx([0.25, 2.0])
+    c3 = table.iloc[1]
+    half = 4.302652729911275 * 0.5 / math.sqrt(3)
+    assert c3["ours"] == f"2.000 [{2 - half:.3f}, {2 + half:.3f}]" and c3["verdict"] == "holds"
+    assert c3["on_claimed_side"] == "3 of 3 seeds" and c3["interval"] == "Student-t 95% over 3 seeds"
+    seeds = claims.seed_table(statistics)
+    claims.write_claims(table, seeds, tmp_path / "claims.parquet", tmp_path / "claims.md", tmp_path / "seeds.parquet")
+    assert pd.read_parquet(tmp_path / "claims.parquet")["mean"].tolist() == pytest.approx(table["mean"].tolist())
+    per_seed = pd.read_parquet(tmp_path / "seeds.parquet").set_index(["claim", "seed"])
+    assert per_seed.loc[("C3", 1), "value"] == 2.5
+    assert per_seed.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
     md = (tmp_path / "claims.md").read_text().splitlines()
-    assert md[0] == "| claim | description | paper | ours | n_seeds | criterion | verdict |"
-    assert md[2].startswith("| C1 | ") and md[2].endswith(" | 0.250 ± 0.050 | 2 | " + c1["criterion"] + " | holds |")
+    assert md[0] == ("| claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
+                     " | criterion | verdict |")
+    assert md[3].startswith("| C3 | ") and md[3].endswith(" | holds |")
 
 
-def test_paper_scale_is_one_more_input():
-    ours = {"C1": pd.Series([0.2, 0.3]), "C2": pd.Series([0.1]), "C5": pd.Series([0.7])}
-    paper_scale = {"C1": pd.Series([0.19]), "C2": pd.Series([0.30])}
-    table = claims.claims_table(ours, paper_scale=paper_scale).set_index("claim")
-    assert table.loc["C1", "paper_scale"] == "0.190"
-    assert not table.loc["C1", "paper_scale_differs"]  # |0.190 - 0.194| <= 0.02
-    assert table.loc["C2", "paper_scale_differs"]  # |0.300 - 0.237| > 0.02
-    assert pd.isna(table.loc["C5", "paper_scale_differs"])  # no paper-scale value, no tolerance
-    assert "paper_scale" not in claims.claims_table(ours).columns
+def test_paper_scale_compares_in_sample_values_with_the_paper():
+    ours = {"C1": claims.Statistic(pd.Series([0.3, 0.31, 0.32]), in_sample=pd.Series([0.19, 0.2, 0.21])),
+            "C2": pd.Series([0.1]), "C5": pd.Series([0.7])}
+    table = claims.claims_table(ours)
+    assert claims.paper_scale_values(table) == pytest.approx({"C1": 0.2, "C2": 0.1, "C5": 0.7})
+    scaled = claims.claims_table(ours, paper_scale={"C1": 0.19, "C2": 0.30}).set_index("claim")
+    assert scaled.loc["C1", "paper_scale"] == "0.190"
+    assert not scaled.loc["C1", "paper_scale_differs"]  # |0.190 - 0.194| <= 0.02
+    assert scaled.loc["C2", "paper_scale_differs"]  # |0.300 - 0.237| > 0.02
+    assert pd.isna(scaled.loc["C5", "paper_scale_differs"])  # no paper-scale value, no tolerance
+    assert "paper_scale" not in table.columns
 
 
 def test_unknown_claim_is_an_error():

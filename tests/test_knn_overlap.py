@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tying.embeddings import Embeddings
-from tying.knn_overlap import approximate_neighbours, knn_frame, nearest_neighbours, overlap
+from tying.knn_overlap import approximate_neighbours, knn_frame, nearest_neighbours, overlap, permuted_neighbours
 
 
 def gen(seed):
@@ -52,10 +52,11 @@ def test_approximate_matches_exact_on_clustered_data():
     input_u[::2] = tied[::2] + 0.6 * torch.randn(v // 2, d, generator=gen(3))  # half follow the tied clusters
     tokens = tuple(str(i) for i in range(v))
     untied_e, tied_e = Embeddings(input_u, output_u, False, tokens), Embeddings(tied, tied, True, tokens)
-    exact = knn_frame(untied_e, tied_e, ks=(10,))
-    approx = knn_frame(untied_e, tied_e, ks=(10,), approximate=True, sketch_dim=32, candidates=64)
-    assert (exact["overlap"] - approx["overlap"]).abs().max() <= 0.005
-    assert exact["overlap"].between(0.05, 0.95).all()  # neither trivial nor chance
+    exact = knn_frame(untied_e, tied_e, ks=(10,)).groupby("comparison")["overlap"].mean()
+    approx = knn_frame(untied_e, tied_e, ks=(10,), approximate=True, sketch_dim=32, candidates=64).groupby(
+        "comparison")["overlap"].mean()
+    assert (exact - approx).abs().max() <= 0.005
+    assert exact.between(0.05, 0.95).all()  # neither trivial nor chance
     recall = overlap(nearest_neighbours(tied, 10), approximate_neighbours(tied, 10, 32, 64)).mean().item()
     assert recall > 0.995
 
@@ -67,12 +68,25 @@ def test_knn_frame_rows_and_prefix_k():
     untied = Embeddings(a, torch.randn(v, d, generator=gen(4)), False, tokens)
     tied = Embeddings(a * 2.0, a * 2.0, True, tokens)  # a rescaled copy of untied input
     frame = knn_frame(untied, tied, ks=(5, 10))
-    assert list(frame.columns) == ["comparison", "k", "overlap"]
-    assert len(frame) == 6
-    got = frame.set_index(["comparison", "k"])["overlap"]
-    assert got["tied_vs_input_u", 5] == 1.0 and got["tied_vs_input_u", 10] == 1.0
-    assert got["tied_vs_output_u", 10] == pytest.approx(10 / (v - 1), abs=0.02)
-    assert not math.isnan(got["input_u_vs_output_u", 5])
+    assert list(frame.columns) == ["comparison", "k", "token_id", "overlap", "null_overlap", "chance", "n_tokens"]
+    assert len(frame) == 6 * v
+    got = frame.groupby(["comparison", "k"])[["overlap", "null_overlap", "chance"]].mean()
+    assert got.loc[("tied_vs_input_u", 5), "overlap"] == 1.0 and got.loc[("tied_vs_input_u", 10), "overlap"] == 1.0
+    assert got.loc[("tied_vs_output_u", 10), "overlap"] == pytest.approx(10 / (v - 1), abs=0.02)
+    # Permuting the rows of an exact copy brings its overlap down to chance, k / (n - 1).
+    assert got.loc[("tied_vs_input_u", 10), "null_overlap"] == pytest.approx(10 / (v - 1), abs=0.02)
+    assert got.loc[("tied_vs_input_u", 10), "chance"] == pytest.approx(10 / (v - 1))
+    assert not math.isnan(got.loc[("input_u_vs_output_u", 5), "overlap"])
+    kept = knn_frame(untied, tied, ks=(5,), keep=torch.arange(0, v, 5))
+    assert (kept["n_tokens"] == 100).all() and kept["token_id"].max() == 495
+    assert kept["chance"].iloc[0] == pytest.approx(5 / 99)
+
+
+def test_permuted_neighbours_are_the_neighbours_of_the_permuted_matrix():
+    x = torch.randn(300, 8, generator=gen(7))
+    pi = torch.randperm(300, generator=torch.Generator().manual_seed(3))
+    direct = nearest_neighbours(x[pi], 5)
+    assert torch.equal(permuted_neighbours(nearest_neighbours(x, 5), seed=3).sort(1).values, direct.sort(1).values)
 
 
 @pytest.mark.parametrize("v,chunk", [(97, 16), (64, 64), (50, 7)])

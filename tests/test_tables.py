@@ -7,26 +7,32 @@ import pytest
 
 from tying import tables
 from tying.errors import PipelineError
-from tying.stats import format_cell, mean_ci, summarise
+from tying.stats import format_cell, mean_ci, summarise, token_bootstrap_ci
 
 
-def test_two_seeds_ci_spans_their_values():
-    # Bootstrap means of [a, b] are a, (a+b)/2 or b with probability 1/4, 1/2, 1/4.
-    mean, low, high = mean_ci([0.5, 0.7])
-    assert mean == pytest.approx(0.6)
-    assert (low, high) == pytest.approx((0.5, 0.7))
-    assert format_cell(mean, low, high) == "0.600 ± 0.100"
+def test_three_seeds_give_the_student_t_interval_not_min_max():
+    # The old failure: a percentile bootstrap over three values was exactly [min, max].
+    mean, low, high = mean_ci([0.1, 0.2, 0.3])
+    half = 4.302652729911275 * 0.1 / math.sqrt(3)  # t(0.975, df=2) * s / sqrt(n)
+    assert mean == pytest.approx(0.2)
+    assert (low, high) == pytest.approx((0.2 - half, 0.2 + half))
+    assert low < 0.1 and high > 0.3  # wider than the range of three seeds
+    assert format_cell(mean, low, high) == f"0.200 [{0.2 - half:.3f}, {0.2 + half:.3f}]"
 
 
-def test_ci_contains_mean_and_shrinks_with_more_seeds():
-    # Same spread (sd 0.1), 4 vs 40 seeds: the width falls about as 1/sqrt(n).
-    few, many = np.tile([0.2, 0.4], 2), np.tile([0.2, 0.4], 20)
-    widths = []
-    for values in (few, many):
-        mean, low, high = mean_ci(values)
-        assert low <= mean <= high
-        widths.append(high - low)
-    assert widths[1] < widths[0] / 2
+def test_two_seeds_use_twelve_point_seven_and_five_seeds_two_point_seven_eight():
+    _, low, high = mean_ci([0.5, 0.7])
+    assert (high - low) / 2 == pytest.approx(12.706204736174698 * math.sqrt(0.02) / math.sqrt(2))
+    values = [0.1, 0.3, 0.2, 0.4, 0.5]
+    _, low, high = mean_ci(values)
+    assert (high - low) / 2 == pytest.approx(2.7764451051977987 * np.std(values, ddof=1) / math.sqrt(5))
+
+
+def test_t_interval_covers_the_mean_at_its_nominal_rate():
+    rng = np.random.default_rng(1)
+    draws = rng.normal(0.0, 1.0, size=(4000, 3))
+    covered = [low <= 0.0 <= high for _, low, high in map(mean_ci, draws)]
+    assert np.mean(covered) == pytest.approx(0.95, abs=0.015)
 
 
 def test_one_seed_gives_the_value_and_no_interval():
@@ -36,9 +42,12 @@ def test_one_seed_gives_the_value_and_no_interval():
     assert format_cell(*mean_ci([])) == "n/a"
 
 
-def test_bootstrap_is_deterministic():
-    values = [0.1, 0.4, 0.35, 0.2]
-    assert mean_ci(values) == mean_ci(values)
+def test_token_bootstrap_is_deterministic_and_about_two_standard_errors_wide():
+    values = np.random.default_rng(0).normal(0.3, 1.0, size=2000)
+    mean, low, high = token_bootstrap_ci(values)
+    assert token_bootstrap_ci(values) == (mean, low, high)
+    assert mean == pytest.approx(values.mean())
+    assert (high - low) / 2 == pytest.approx(1.96 * values.std() / math.sqrt(2000), rel=0.1)
 
 
 def test_summarise_rejects_two_values_for_one_seed():
@@ -47,35 +56,53 @@ def test_summarise_rejects_two_values_for_one_seed():
         summarise(frame, ["g"], "v")
 
 
+FIT_OFFSET = {("in_sample", "true"): 0.0, ("in_sample", "permuted"): -0.2, ("held_out", "true"): -0.1,
+              ("held_out", "permuted"): -0.3}
+
+
 def _alignment():
-    """Two seeds; per-seed mean cosine = base + 0.1 * seed, last step 20 (step 10 is a decoy)."""
+    """Two seeds; per-seed mean cosine = base + 0.1 * seed + the fit's offset, last step 20 (step 10 a decoy)."""
     rows = []
     for step in (10, 20):
         for seed in (0, 1):
             for c, comparison in enumerate(tables.ALIGNMENT_COMPARISONS):
                 for m, map_ in enumerate(tables.MAPS):
-                    base = 0.1 * c + 0.01 * m + 0.1 * seed + (0 if step == 20 else 5)
-                    for token, offset in enumerate((-0.05, 0.05)):
-                        rows.append(("main", seed, step, comparison, map_, token, base + offset))
-    return pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "token_id", "cosine"])
+                    for (scored, target), shift in FIT_OFFSET.items():
+                        base = 0.1 * c + 0.01 * m + 0.1 * seed + (0 if step == 20 else 5) + shift
+                        for token, offset in enumerate((-0.05, 0.05)):
+                            rows.append(("main", seed, step, comparison, map_, scored, target, token, base + offset,
+                                         100, False))
+    return pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "scored", "target", "token_id",
+                                       "cosine", "n_tokens", "cross_tokenizer"])
 
 
-def test_table1_cells_and_paper_numbers():
-    table = tables.table1(_alignment()).set_index("comparison")
-    # Input(U) -> Tied is comparison 2; linear map 2: seeds 0.22 and 0.32.
-    row = table.loc["Input(U) -> Tied"]
-    assert row["linear"] == "0.270 ± 0.050"
-    assert row["linear_mean"] == pytest.approx(0.27)
-    assert row["linear (paper)"] == "0.525"
-    assert table.loc["Input(U) -> Output(U)", "identity"] == "0.050 ± 0.050"
-    assert table.loc["Output(U) -> Tied", "orthogonal (paper)"] == "0.669"
-    assert list(table.index) == list(tables.ALIGNMENT_COMPARISONS.values())
+HALF_TWO_SEEDS = 12.706204736174698 * 0.05  # t(0.975, 1) * s / sqrt(2), s = 0.1 / sqrt(2)
+
+
+def test_table1_cells_chance_held_out_and_paper_numbers():
+    table = tables.table1(_alignment()).set_index(["comparison", "map"])
+    # Input(U) -> Tied is comparison 2; linear map 2: seeds 0.22 and 0.32 in sample.
+    row = table.loc["Input(U) -> Tied", "linear"]
+    assert row["in-sample"] == f"0.270 [{0.27 - HALF_TWO_SEEDS:.3f}, {0.27 + HALF_TWO_SEEDS:.3f}]"
+    assert row["in_sample_mean"] == pytest.approx(0.27)
+    assert row["held_out_mean"] == pytest.approx(0.17)
+    assert row["in_sample_chance_mean"] == pytest.approx(0.07)
+    assert row["held_out_chance_mean"] == pytest.approx(-0.03)
+    assert row["in-sample (paper)"] == "0.525"
+    assert row["tokens"] == "100"
+    assert table.loc[("Output(U) -> Tied", "orthogonal"), "in-sample (paper)"] == "0.669"
+    assert list(table.index.get_level_values(0).unique()) == list(tables.ALIGNMENT_COMPARISONS.values())
     assert (table["n_seeds"] == 2).all()
 
 
 def test_table1_at_a_chosen_step():
-    table = tables.table1(_alignment(), step=10).set_index("comparison")
-    assert table.loc["Input(U) -> Tied", "linear_mean"] == pytest.approx(5.27)
+    table = tables.table1(_alignment(), step=10).set_index(["comparison", "map"])
+    assert table.loc[("Input(U) -> Tied", "linear"), "in_sample_mean"] == pytest.approx(5.27)
+
+
+def test_table1_names_shared_strings_of_two_tokenizers():
+    frame = _alignment().assign(cross_tokenizer=True, n_tokens=36938)
+    assert (tables.table1(frame)["tokens"] == "36,938 shared strings").all()
 
 
 def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
@@ -83,14 +110,17 @@ def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
     tables.write_table(table, tmp_path / "t1.csv", tmp_path / "t1.md")
     lines = (tmp_path / "t1.md").read_text().splitlines()
     assert lines[0] == (
-        "| pair | comparison | identity | identity (paper) | orthogonal | orthogonal (paper)"
-        " | linear | linear (paper) | n_seeds |"
+        "| pair | comparison | map | in-sample | in-sample (paper) | chance (in-sample, rows permuted) | held-out"
+        " | chance (held-out, rows permuted) | tokens | n_seeds |"
     )
-    assert lines[1] == "|" + "---|" * 9
-    assert lines[4] == "| main | Input(U) -> Tied | 0.250 ± 0.050 | 0.001 | 0.260 ± 0.050 | 0.420 | 0.270 ± 0.050 | 0.525 | 2 |"
-    assert len(lines) == 5
+    assert lines[1] == "|" + "---|" * 10
+    assert lines[-1].startswith("| main | Input(U) -> Tied | linear | 0.270 [")
+    assert lines[-1].endswith("| 0.525 | 0.070 [" + f"{0.07 - HALF_TWO_SEEDS:.3f}, {0.07 + HALF_TWO_SEEDS:.3f}] | "
+                              + f"0.170 [{0.17 - HALF_TWO_SEEDS:.3f}, {0.17 + HALF_TWO_SEEDS:.3f}] | "
+                              + f"-0.030 [{-0.03 - HALF_TWO_SEEDS:.3f}, {-0.03 + HALF_TWO_SEEDS:.3f}] | 100 | 2 |")
+    assert len(lines) == 2 + 9
     csv = pd.read_csv(tmp_path / "t1.csv")
-    assert csv["linear_ci_high"].iloc[2] == pytest.approx(0.32)
+    assert csv["in_sample_ci_high"].iloc[-1] == pytest.approx(0.27 + HALF_TWO_SEEDS)
 
 
 def test_markdown_escapes_pipes_and_blanks_nan():
@@ -98,42 +128,49 @@ def test_markdown_escapes_pipes_and_blanks_nan():
     assert tables.markdown(frame).splitlines()[2] == "| x\\|y |  | 1.235 |"
 
 
-def test_table5_knn_per_pair_and_k():
+def test_table5_knn_per_pair_and_k_with_null_and_chance():
     rows = [
-        (pair, seed, 7, comparison, k, 0.1 * i + 0.01 * k + 0.02 * seed)
+        (pair, seed, 7, comparison, k, token, 0.1 * i + 0.01 * k + 0.02 * seed + offset, 0.05, k / 99, 100)
         for pair in ("main", "family")
         for seed in (0, 1, 2)
         for i, comparison in enumerate(tables.KNN_COMPARISONS)
         for k in (5, 10)
+        for token, offset in enumerate((-0.01, 0.01))
     ]
-    knn = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "k", "overlap"])
-    table = tables.table5(knn).set_index(["pair", "k"])
-    assert table.loc[("family", 10), "tied_vs_output_u_mean"] == pytest.approx(0.22)
-    assert table.loc[("family", 10), "Tied vs Output(U) (paper)"] == "0.408"
-    assert table.loc[("main", 5), "Tied vs Output(U) (paper)"] == ""
-    assert table.loc[("main", 10), "Input(U) vs Output(U)"].startswith("0.320 ± ")
+    knn = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "k", "token_id", "overlap",
+                                      "null_overlap", "chance", "n_tokens"])
+    table = tables.table5(knn).set_index(["pair", "k", "comparison"])
+    assert table.loc[("family", 10, "Tied vs Output(U)"), "overlap_mean"] == pytest.approx(0.22)
+    assert table.loc[("family", 10, "Tied vs Output(U)"), "overlap (paper)"] == "0.408"
+    assert table.loc[("main", 5, "Tied vs Output(U)"), "overlap (paper)"] == ""
+    assert table.loc[("main", 10, "Input(U) vs Output(U)"), "overlap"].startswith("0.320 [")
+    assert table.loc[("main", 10, "Input(U) vs Output(U)"), "chance k/(n-1)"] == "0.101 [0.101, 0.101]"
+    assert table.loc[("main", 10, "Input(U) vs Output(U)"), "null (rows permuted)"].startswith("0.050")
 
 
 def _scaling():
     cos = {("tied", "input_u"): 0.20, ("tied", "output_u"): 0.40, ("tied_x5", "input_u"): 0.22, ("tied_x5", "output_u"): 0.37}
     rows = [
-        ("main", seed, step, variant, reference, value + step / 1000)
+        ("main", seed, step, variant, reference, scored, target, value + step / 1000 + shift, 50)
         for seed in (0,)
         for step in (100, 300)
         for (variant, reference), value in cos.items()
+        for (scored, target), shift in FIT_OFFSET.items()
     ]
-    return pd.DataFrame(rows, columns=["pair", "seed", "step", "variant", "reference", "cosine"])
+    return pd.DataFrame(rows, columns=["pair", "seed", "step", "variant", "reference", "scored", "target", "cosine",
+                                       "n_tokens"])
 
 
 def test_table2_final_step_and_table6_early_step():
-    final = tables.table2(_scaling()).set_index("variant")
-    assert final.loc["tied_x5", "vs Input(U)"] == "0.520"  # one seed: the value alone
-    assert final.loc["tied_x5", "vs Output(U) (paper)"] == "0.369"
-    assert (final["step"] == 300).all()
-    early = tables.table6(_scaling(), 100).set_index("variant")
-    assert early.loc["tied", "vs Output(U)"] == "0.500"
-    assert early.loc["tied", "vs Output(U) (paper)"] == "0.197"
-    assert early.loc["tied_x5", "vs Output(U) (paper)"] == ""  # the paper's Table 6 has no x5 row
+    final = tables.table2(_scaling()).set_index(["variant", "reference"])
+    assert final.loc[("tied_x5", "vs Input(U)"), "in-sample"] == "0.520"  # one seed: the value alone
+    assert final.loc[("tied_x5", "vs Input(U)"), "held-out"] == "0.420"
+    assert final.loc[("tied_x5", "vs Output(U)"), "in-sample (paper)"] == "0.369"
+    assert (final["step"] == 300).all() and (final["tokens"] == "50").all()
+    early = tables.table6(_scaling(), 100).set_index(["variant", "reference"])
+    assert early.loc[("tied", "vs Output(U)"), "in-sample"] == "0.500"
+    assert early.loc[("tied", "vs Output(U)"), "in-sample (paper)"] == "0.197"
+    assert early.loc[("tied_x5", "vs Output(U)"), "in-sample (paper)"] == ""  # the paper's Table 6 has no x5 row
     with pytest.raises(PipelineError):
         tables.table6(_scaling(), 50)
 
@@ -148,6 +185,6 @@ def test_table7_loss_and_perplexity_at_last_step():
     ]
     loss = pd.DataFrame(rows, columns=["arch", "variant", "seed", "step", "val_loss", "perplexity"])
     table = tables.table7(loss).set_index("variant")
-    assert table.loc["tied", "val loss"] == "6.100 ± 0.100"
+    assert table.loc["tied", "val loss"] == f"6.100 [{6.1 - 10 * HALF_TWO_SEEDS / 5:.3f}, {6.1 + 10 * HALF_TWO_SEEDS / 5:.3f}]"
     assert table.loc["tied", "perplexity_mean"] == pytest.approx((np.exp(3.0) + np.exp(3.2)) / 2)
     assert table.loc["tied_x5", "perplexity (paper)"] == "36.64 (WikiText-2)"

@@ -166,7 +166,8 @@ def norm_shape(norm_freq, pair="main"):
     for seed, rows in _only(norm_freq, pair=pair).groupby("seed"):
         shape = shape_stats(rows).set_index("matrix")
         spread = {m: _pick(shape["spread"], m, "norm_freq") for m in ("untied_input", "untied_output", "tied")}
-        flat[seed] = spread["untied_input"] / min(spread["untied_output"], spread["tied"])
+        other = min(spread["untied_output"], spread["tied"])  # all flat: the ratio is 1, not 0/0
+        flat[seed] = spread["untied_input"] / other if other > 0 else (1.0 if spread["untied_input"] == 0 else math.inf)
         rise_fall[seed] = min(min(shape.loc[m, "rise"], shape.loc[m, "fall"]) for m in ("untied_output", "tied"))
     return (pd.Series(flat, dtype=float).rename_axis("seed"), pd.Series(rise_fall, dtype=float).rename_axis("seed"))
 
@@ -306,7 +307,7 @@ def write_claims(table, seeds, parquet_path, md_path, seeds_path):
     the readable ones to Markdown."""
     write_parquet(table, parquet_path)
     write_parquet(seeds, seeds_path)
-    extra = [c for c in ("paper_scale", "paper_scale_differs") if c in table.columns]
+    extra = [c for c in ("paper_scale", "paper_scale_differs", "paper_scale_rows") if c in table.columns]
     with atomic_path(md_path) as tmp:
         tmp.write_text(markdown(table, MD_COLUMNS + extra))
 

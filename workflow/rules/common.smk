@@ -123,6 +123,21 @@ def scaling_steps():
     return sorted(set(steps))
 
 
+# The analysis values that decide which rows and tokens a metric uses and how fitted maps are scored.
+TOKEN_ANALYSIS = {k: config["analysis"][k] for k in ("rows", "min_count", "held_out", "split_seed")}
+
+
+def token_counts(pair):
+    """{"counts": training-split token counts} for a trained pair (its metrics keep the tokens seen
+    at least analysis.min_count times); {} for a released pair, which keeps every real row."""
+    return {"counts": rules.tokens.output.counts} if is_trained(PAIRS[pair]["untied"]) else {}
+
+
+def early_steps():
+    """Claim C5's early training: the steps up to analysis.early_fraction of train.steps (at least 1)."""
+    return max(1, round(config["analysis"]["early_fraction"] * config["train"]["steps"]))
+
+
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pair, by claim_statistics argument name."""
     pair = config["tables"]["claims"]

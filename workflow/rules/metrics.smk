@@ -81,6 +81,7 @@ rule evolution:
     params:
         ids=lambda w: {"run": w.pair, "seed": int(w.seed)},
         steps=lambda w: list(evolution_models(w.pair, int(w.seed))),
+        analysis=TOKEN_ANALYSIS,
     log:
         "logs/metrics/evolution/{pair}/seed{seed}.log",
     benchmark:
@@ -104,7 +105,7 @@ rule grad_flow:
         "results/metrics/grad_flow/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "variant": PAIRS[w.pair]["tied"]["variant"]},
-        steps=config["analysis"]["grad_flow_steps"],
+        steps=max(config["analysis"]["grad_flow_steps"], early_steps()),
     log:
         "logs/metrics/grad_flow/{pair}/seed{seed}.log",
     benchmark:

@@ -14,11 +14,15 @@ def main(snakemake):
     frames["lens"] = early_layer_gap(frames["lens"])
     statistics = claim_statistics(**frames, pair=p.pair, k=p.k, early_steps=p.early_steps,
                                   scaled_variant=p.scaled_variant)
-    table = claims_table(statistics, one_pair=p.at_paper_scale)
+    rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
+    table = claims_table(statistics, one_pair=p.at_paper_scale).assign(rows=rows)
     if paper_scale_path:  # a paper-scale run's claims table
-        table = claims_table(statistics, paper_scale_values(pd.read_parquet(paper_scale_path)), p.at_paper_scale)
+        paper_scale = pd.read_parquet(paper_scale_path)
+        table = claims_table(statistics, paper_scale_values(paper_scale), p.at_paper_scale).assign(
+            rows=rows, paper_scale_rows=paper_scale["rows"].iloc[0] if "rows" in paper_scale.columns else "")
     elif p.at_paper_scale:  # this run is the paper-scale one
-        table = claims_table(statistics, paper_scale_values(table), one_pair=True)
+        table = claims_table(statistics, paper_scale_values(table), one_pair=True).assign(rows=rows,
+                                                                                        paper_scale_rows=rows)
     out = snakemake.output
     write_claims(table, seed_table(statistics), out.parquet, out.md, out.seeds)
 

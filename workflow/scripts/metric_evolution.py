@@ -9,8 +9,9 @@ from tying.tidy import with_ids
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    checkpoints = ((s, load_embeddings(d)) for s, d in zip(snakemake.params.steps, snakemake.input.checkpoints))
-    write_parquet(with_ids(evolution_frame(checkpoints), snakemake.params.ids), snakemake.output[0])
+    p, rows = snakemake.params, snakemake.params.analysis["rows"]
+    checkpoints = ((s, load_embeddings(d, rows=rows)) for s, d in zip(p.steps, snakemake.input.checkpoints))
+    write_parquet(with_ids(evolution_frame(checkpoints), {**p.ids, "rows": rows}), snakemake.output[0])
 
 
 run(snakemake, main)

@@ -10,11 +10,11 @@ from tying.token_sets import analysed_tokens
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    inp, p = snakemake.input, snakemake.params
-    untied, tied = load_embeddings(inp.untied), load_embeddings(inp.tied)
+    inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
+    untied, tied = load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows)
     frame = knn_frame(untied, tied, ks=(p.k,), approximate=p.approximate,
                       keep=analysed_tokens(inp, untied, p.analysis), null_seed=p.analysis["split_seed"] + 1)
-    write_parquet(with_ids(frame, p.ids), snakemake.output[0])
+    write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 
 
 run(snakemake, main)

@@ -8,10 +8,10 @@ from tying.tidy import with_ids
 
 
 def main(snakemake):
-    inp, p = snakemake.input, snakemake.params
-    frame = norm_frequency_frame(load_embeddings(inp.untied), load_embeddings(inp.tied), pd.read_parquet(inp.counts),
-                                 min_count=p.analysis["min_count"])
-    write_parquet(with_ids(frame, p.ids), snakemake.output[0])
+    inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
+    frame = norm_frequency_frame(load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows),
+                                 pd.read_parquet(inp.counts), min_count=p.analysis["min_count"])
+    write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 
 
 run(snakemake, main)

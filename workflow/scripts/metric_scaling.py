@@ -11,15 +11,15 @@ from tying.token_sets import analysed_tokens
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    inp, p = snakemake.input, snakemake.params
+    inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     tied, frames = iter(inp.tied), []
     for step, untied_dir in zip(p.steps, inp.untied):
-        untied = load_embeddings(untied_dir)
+        untied = load_embeddings(untied_dir, rows=rows)
         keep = analysed_tokens(inp, untied, p.analysis)
         for variant in p.variants:
-            frame = scaling_frame(load_embeddings(next(tied)), untied, keep=keep, held_out=p.analysis["held_out"],
-                                  seed=p.analysis["split_seed"])
-            frames.append(with_ids(frame, {**p.ids, "step": step, "variant": variant}))
+            frame = scaling_frame(load_embeddings(next(tied), rows=rows), untied, keep=keep,
+                                  held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])
+            frames.append(with_ids(frame, {**p.ids, "rows": rows, "step": step, "variant": variant}))
     write_parquet(pd.concat(frames, ignore_index=True), snakemake.output[0])
 
 
