@@ -8,6 +8,7 @@ from tying.figures.alignment_hist import plot_alignment_hist
 from tying.figures.evolution import plot_evolution
 from tying.figures.grad_flow import plot_grad_flow
 from tying.figures.norm_frequency import plot_norm_frequency
+from tying.norm_frequency import binned_norms
 
 RNG = np.random.default_rng(0)
 
@@ -17,21 +18,28 @@ def _is_pdf(path):
     return data.startswith(b"%PDF") and len(data) > 1000
 
 
-def test_alignment_hist_marks_the_table_means(tmp_path):
+def test_alignment_hist_marks_the_table_means_over_the_chance_level(tmp_path):
     rows = [
-        ("main", seed, 300, comparison, "linear", token, mean + 0.1 * seed + (0.05 if token % 2 else -0.05))
+        ("main", seed, 300, comparison, "linear", "in_sample", target, token,
+         (mean + 0.1 * seed if target == "true" else 0.15) + (0.05 if token % 2 else -0.05))
         for seed in (0, 1)
         for comparison, mean in (("input_u->tied", 0.5), ("output_u->tied", 0.7), ("input_u->output_u", 0.0))
+        for target in ("true", "permuted")
         for token in range(50)
     ]
-    alignment = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "token_id", "cosine"])
-    fig = plot_alignment_hist(alignment, tmp_path / "fig1.pdf")
+    alignment = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "scored", "target",
+                                            "token_id", "cosine"])
+    held_out = alignment.assign(scored="held_out", cosine=-1.0)  # must not reach the figure
+    fig = plot_alignment_hist(pd.concat([alignment, held_out]), tmp_path / "fig1.pdf")
     assert _is_pdf(tmp_path / "fig1.pdf")
     ax = fig.axes[0]
     dashed = sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--")
-    assert dashed == pytest.approx([0.55, 0.75])  # Table 1's means over seeds
+    assert dashed == pytest.approx([0.55, 0.75])  # Table 1's in-sample means over seeds
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["Input(U) -> Tied (mean 0.550)", "Output(U) -> Tied (mean 0.750)"]
+    assert legend == ["Input(U) -> Tied (mean 0.550)", "Output(U) -> Tied (mean 0.750)",
+                      "chance: rows permuted (mean 0.150)"]
+    grey = [p for p in ax.patches if p.get_facecolor()[:3] == pytest.approx((0.6, 0.6, 0.6))]
+    assert grey and min(p.get_x() for p in grey) == pytest.approx(0.1, abs=0.01)  # the chance histogram
     with pytest.raises(PipelineError):
         plot_alignment_hist(alignment, tmp_path / "none.pdf", pair="family")
     assert not (tmp_path / "none.pdf").exists()
@@ -62,7 +70,7 @@ def _grad_flow():
     return pd.DataFrame({
         "pair": "main", "seed": 0, "variant": "tied", "step": steps, "g_in": g_in, "g_out": g_out,
         "g_in_roll": 0.7, "g_out_roll": 3.0,  # constants: the plot must draw these, not its own means
-        "in_share": g_in / (g_in + g_out), "out_share": g_out / (g_in + g_out),
+        "in_share": g_in / (g_in + g_out), "out_share": g_out / (g_in + g_out), "proxy_out_share": 0.6,
     })
 
 
@@ -74,6 +82,8 @@ def test_grad_flow_draws_the_frames_rolling_means(tmp_path):
     flat = sorted(line.get_ydata()[0] for line in left.lines if np.ptp(line.get_ydata()) == 0)
     assert flat == pytest.approx([0.7, 3.0])
     assert right.get_ylim() == (0, 100)
+    proxy = [line for line in right.lines if line.get_linestyle() == "--"]
+    assert len(proxy) == 1 and proxy[0].get_ydata() == pytest.approx([40.0] * 60)  # 100 x (1 - proxy share)
     with pytest.raises(PipelineError):
         plot_grad_flow(_grad_flow(), tmp_path / "none.pdf", seed=3)
 
@@ -89,3 +99,7 @@ def test_norm_frequency_three_panels(tmp_path):
     assert _is_pdf(tmp_path / "fig5.pdf")
     assert [ax.get_title() for ax in fig.axes] == ["untied input", "untied output", "tied"]
     assert [len(ax.collections[0].get_offsets()) for ax in fig.axes] == [299] * 3  # count 0 left out
+    line = fig.axes[2].lines[0]  # the binned means the C6 criteria use: bins of >= 10 tokens
+    binned = binned_norms(rows[rows["matrix"] == "tied"])
+    assert line.get_xdata() == pytest.approx(binned["log_count"].to_numpy())
+    assert line.get_ydata() == pytest.approx(binned["norm"].to_numpy())

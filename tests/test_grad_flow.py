@@ -16,18 +16,20 @@ def provenance(steps=50):
         "g_in": g_in,
         "g_out": g_out[::-1],
         "out_share": 0.0,
-        "proxy": 0.0,
+        "proxy": 3.0,
         "input_grad_scale": 2.0,
     })
 
 
 def test_shares_rolling_means_and_first_steps():
     frame = grad_flow_frame(provenance(), steps=40)
-    assert list(frame.columns) == ["step", "g_in", "g_out", "g_in_roll", "g_out_roll", "in_share", "out_share"]
+    assert list(frame.columns) == ["step", "g_in", "g_out", "proxy", "g_in_roll", "g_out_roll", "in_share", "out_share",
+                                   "proxy_out_share"]
     assert frame["step"].tolist() == list(range(1, 41))
     assert (frame["in_share"] + frame["out_share"]).tolist() == pytest.approx([1.0] * 40)
     row = frame.set_index("step").loc[3]  # g_out = 4, g_in = 1
     assert row["out_share"] == pytest.approx(0.8)
+    assert row["proxy_out_share"] == pytest.approx(4 / (3 + 4))  # the paper code's input side: proxy = 3
     assert row["g_out_roll"] == pytest.approx((2 + 3 + 4) / 3)  # fewer than 20 steps so far
     # Steps 21..40 hold five full cycles of 2, 3, 4, 1: mean 2.5.
     assert frame.set_index("step").loc[40, "g_out_roll"] == pytest.approx(2.5)
