@@ -17,7 +17,8 @@ def checkpoint(inp, out):
 def test_identical_checkpoints_have_drift_and_change_one():
     e = checkpoint(torch.randn(50, 8), torch.randn(50, 8))
     frame = evolution_frame([(0, e), (100, e), (200, e)])
-    assert list(frame.columns) == ["matrix", "step", "drift", "change"]
+    assert list(frame.columns) == ["matrix", "step", "drift", "change", "n_tokens"]
+    assert (frame["n_tokens"] == 50).all()
     assert frame["drift"].tolist() == pytest.approx([1.0] * 6)
     assert math.isnan(frame.loc[0, "change"]) and math.isnan(frame.loc[3, "change"])
     assert frame["change"].dropna().tolist() == pytest.approx([1.0] * 4)

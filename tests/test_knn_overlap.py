@@ -68,7 +68,8 @@ def test_knn_frame_rows_and_prefix_k():
     untied = Embeddings(a, torch.randn(v, d, generator=gen(4)), False, tokens)
     tied = Embeddings(a * 2.0, a * 2.0, True, tokens)  # a rescaled copy of untied input
     frame = knn_frame(untied, tied, ks=(5, 10))
-    assert list(frame.columns) == ["comparison", "k", "token_id", "overlap", "null_overlap", "chance", "n_tokens"]
+    assert list(frame.columns) == ["comparison", "k", "token_id", "overlap", "null_overlap", "chance", "n_tokens",
+                                   "cross_tokenizer"]
     assert len(frame) == 6 * v
     got = frame.groupby(["comparison", "k"])[["overlap", "null_overlap", "chance"]].mean()
     assert got.loc[("tied_vs_input_u", 5), "overlap"] == 1.0 and got.loc[("tied_vs_input_u", 10), "overlap"] == 1.0

@@ -19,7 +19,7 @@ def evolution_frame(checkpoints):
 
     checkpoints: iterable of (step, Embeddings) in increasing step order; a generator that
     loads each on demand keeps only the first, previous and current checkpoints in memory.
-    Returns columns matrix ("input", "output"), step, drift, change.
+    Returns columns matrix ("input", "output"), step, drift, change, n_tokens (every row).
     """
     rows, first, previous, last_step = [], None, None, None
     for step, emb in checkpoints:
@@ -40,4 +40,4 @@ def evolution_frame(checkpoints):
         previous, last_step = emb, step
     if not rows:
         raise PipelineError("evolution needs at least one checkpoint")
-    return pd.DataFrame(rows).sort_values(["matrix", "step"], ignore_index=True)
+    return pd.DataFrame(rows).sort_values(["matrix", "step"], ignore_index=True).assign(n_tokens=first.input.shape[0])

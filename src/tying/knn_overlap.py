@@ -120,8 +120,9 @@ def knn_frame(untied, tied, ks=(10,), approximate=False, keep=None, null_seed=1,
     max(ks) and truncated for smaller k. `approximate` selects approximate_neighbours
     (options: sketch_dim, candidates, power_iters, seed); else exact. null_overlap is the
     overlap with B's rows permuted; chance is k / (n - 1).
-    Returns columns comparison, k, token_id, overlap, null_overlap, chance, n_tokens.
+    Returns columns comparison, k, token_id, overlap, null_overlap, chance, n_tokens, cross_tokenizer.
     """
+    cross_tokenizer = untied.tokens != tied.tokens
     untied, tied, ids = common_vocabulary(untied, tied)
     if keep is not None:
         if not torch.equal(ids, torch.arange(len(ids))):
@@ -147,7 +148,7 @@ def knn_frame(untied, tied, ks=(10,), approximate=False, keep=None, null_seed=1,
                 "null_overlap": overlap(neighbours[a][:, :k], null_b[:, :k]).numpy(),
                 "chance": k / (n - 1), "n_tokens": n,
             }))
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True).assign(cross_tokenizer=cross_tokenizer)
 
 
 def _top_excluding_self(sims, start, k):
