@@ -12,6 +12,6 @@ rule corpus:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/corpus.py"

@@ -17,7 +17,7 @@ rule fig1:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/figure.py"
 
@@ -40,7 +40,7 @@ rule fig_evolution:
     wildcard_constraints:
         fig="fig3|fig8|fig9",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/figure.py"
 
@@ -61,7 +61,7 @@ rule fig4:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/figure.py"
 
@@ -83,6 +83,6 @@ rule fig5:
         runtime=10,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/figure.py"

@@ -28,7 +28,7 @@ rule hub_embeddings:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/hub_fetch.py"
 
@@ -51,7 +51,7 @@ rule hub_model:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/hub_fetch.py"
 
@@ -77,7 +77,7 @@ rule hub_tokens:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/hub_tokens.py"
 
@@ -102,6 +102,6 @@ rule download_plan:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/hub_download_plan.py"

@@ -27,7 +27,7 @@ rule lens:
     wildcard_constraints:
         role="tied|untied",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/lens.py"
 
@@ -50,6 +50,6 @@ rule fig_lens:
     wildcard_constraints:
         fig="fig2|fig6|fig7",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/figure.py"

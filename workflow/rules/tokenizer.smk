@@ -14,6 +14,6 @@ rule tokenizer:
         runtime=60,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/tokenizer.py"

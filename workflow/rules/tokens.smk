@@ -16,6 +16,6 @@ rule tokens:
         runtime=60,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/tokens.py"

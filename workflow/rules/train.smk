@@ -29,6 +29,6 @@ rule train:
     wildcard_constraints:
         seed=r"\d+",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/train.py"
