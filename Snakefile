@@ -49,6 +49,7 @@ include: "workflow/rules/metrics.smk"
 include: "workflow/rules/lens.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/survey.smk"
 
 
 localrules:

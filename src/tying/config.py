@@ -33,6 +33,26 @@ def check(config, schema_path):
             raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
                                 f"of heads {dims['heads']}")
     _check_pairs(config)
+    _check_survey(config)
+
+
+def _check_survey(config):
+    """Survey comparisons are hub pairs with a tied reference; a negative control (`control`) is a
+    survey comparison that no figure or table reads (its tied role is an untied model's matrix)."""
+    pairs, surveyed = config.get("pairs", {}), config.get("survey", {}).get("comparisons", {})
+    targets = [*config.get("figures", {}).values(), *config.get("tables", {}).values()]
+    used = {p for t in targets for p in (t if isinstance(t, list) else [t])}
+    for name in surveyed:
+        if name not in pairs:
+            raise PipelineError(f"survey.comparisons: unknown pair {name!r} (pairs: {', '.join(pairs) or 'none'})")
+    for name, pair in pairs.items():
+        if name not in surveyed and "control" not in pair:
+            continue
+        if not all("hub" in pair.get(role, {}) for role in ("tied", "untied")):
+            raise PipelineError(f"pairs.{name}: the survey compares a tied and an untied released (hub) model")
+        if "control" in pair and (name not in surveyed or name in used):
+            raise PipelineError(f"pairs.{name}: a negative control (control: {pair['control']}) is read by the "
+                                "survey only; list it in survey.comparisons and in no figure or table")
 
 
 def _check_pairs(config):

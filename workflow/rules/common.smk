@@ -30,6 +30,8 @@ def all_targets():
     targets += [f"results/tables/{t}.{ext}" for t in tables if t != "claims" for ext in ("csv", "md")]
     if "claims" in tables:
         targets += ["results/tables/claims.parquet", "results/tables/claims.md"]
+    if "survey" in config:
+        targets += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
     return targets
 
 
@@ -55,6 +57,11 @@ def hub_dir(repo, revision, full=False):
     return f"results/hub/{'full' if full else 'embeddings'}/{repo}/{revision}"
 
 
+def control_dir(repo, revision, matrix):
+    """The input or output `matrix` of an untied hub model written as a tied model (survey controls)."""
+    return f"results/survey/controls/{repo}/{revision}/{matrix}"
+
+
 def model_dir(ref, seed, step, full=False):
     """The save_pretrained-style directory a reference resolves to."""
     if is_trained(ref):
@@ -78,7 +85,10 @@ def pair_models(pair, seed, step=None, full=False):
     """{role: directory} of a pair's tied and untied models at `step` (default the pair's step)."""
     step = pair_step(pair) if step is None else step
     p = PAIRS[pair]
-    return {role: model_dir(p[role], seed, step, full) for role in ("tied", "untied") if role in p}
+    models = {role: model_dir(p[role], seed, step, full) for role in ("tied", "untied") if role in p}
+    if "control" in p:  # a negative control: the tied role is one matrix of an untied hub model
+        models["tied"] = control_dir(p["tied"]["hub"], p["tied"].get("revision", "main"), p["control"])
+    return models
 
 
 def evolution_models(pair, seed):

@@ -1,0 +1,186 @@
+"""The survey of released models: for every comparison, does the tied matrix sit closer to the
+untied output matrix than to the untied input matrix, beside negative controls?
+
+A comparison is a pair (a tied and an untied model). A negative control fills the "tied" role
+with one matrix of a second, untied model: its input matrix (`control: input`, where the
+claim should not appear) or its output matrix (`control: output`, two output matrices: how
+close output spaces get). `control_model` writes that matrix as a tied model, so the alignment
+and KNN metrics read a control like any pair.
+
+The table is built from the per-pair metric tables: held-out linear-map alignment of
+Output(U)->Tied and Input(U)->Tied with their permuted-rows chance levels, and KNN@k overlaps
+with their chance. Released models have no seeds: the interval of the gap is a bootstrap over
+the held-out tokens, which says how precisely that pair's gap is known, not whether it generalises.
+"""
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+from safetensors.torch import save_file
+
+from tying.claims import CLAIMS, verdict
+from tying.embeddings import LAYOUTS, load_embeddings
+from tying.errors import PipelineError
+from tying.io import atomic_path
+from tying.stats import format_cell, token_bootstrap_ci
+from tying.tables import markdown
+
+CONTROLS = {"input": "control: input", "output": "control: output"}
+PAIR_KIND = "tied vs untied"
+MD_COLUMNS = ["comparison", "family", "kind", "tied", "untied", "d (tied / untied)", "params (tied / untied)",
+              "tokens", "Output(U)->Tied", "Input(U)->Tied", "gap [token bootstrap 95%]",
+              "KNN Tied vs Output(U)", "KNN Tied vs Input(U)", "verdict"]
+NOTE = ("Alignment: linear map fitted on a seeded 80% of the tokens, scored on the other 20% (held out); "
+        "chance = the same with the target's rows permuted. Gap = Output(U)->Tied minus Input(U)->Tied over "
+        "the held-out tokens; its interval is a bootstrap over tokens of one pair of models (how precisely "
+        "that pair's gap is known, not whether it generalises). Verdict: claim C1 (gap > 0) holds when the "
+        "interval lies above 0. KNN@{k} ({mode}): mean overlap of the k nearest neighbours, chance k/(n-1) "
+        "in parentheses. A control fills the tied role with a second untied model's input (the claim "
+        "should not hold) or output matrix.")
+
+
+def control_model(source_dir, matrix, dest):
+    """Write the `matrix` ("input" or "output") of the untied model in `source_dir` as a tied model in `dest`.
+
+    dest holds the source's config.json with tie_word_embeddings true, its tokenizer.json, and a
+    model.safetensors whose only tensor is that matrix (float32, the tokenizer's rows) under the
+    first layout's input-embedding name. Atomic: dest appears whole or not at all.
+    """
+    source_dir = Path(source_dir)
+    if matrix not in CONTROLS:
+        raise PipelineError(f"control matrix {matrix!r}: choose from {', '.join(CONTROLS)}")
+    embeddings = load_embeddings(source_dir)
+    if embeddings.tied:
+        raise PipelineError(f"{source_dir}: a control needs an untied model, and this one is tied")
+    config = json.loads((source_dir / "config.json").read_text())
+    with atomic_path(dest) as tmp:
+        tmp.mkdir()
+        (tmp / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}, indent=2) + "\n")
+        (tmp / "tokenizer.json").write_bytes((source_dir / "tokenizer.json").read_bytes())
+        tensor = embeddings.input if matrix == "input" else embeddings.output
+        save_file({LAYOUTS[0][0]: tensor.contiguous()}, tmp / "model.safetensors")
+
+
+def hidden_sizes(comparison, tied_dir, untied_dir):
+    """(d_tied, d_untied) from the two models' config.json (via transformers' config classes, so GPT-2's
+    n_embd counts), after checking that the tied reference is tied and the untied one untied."""
+    from transformers import AutoConfig
+
+    sizes = []
+    for role, model_dir in (("tied", tied_dir), ("untied", untied_dir)):
+        config = AutoConfig.from_pretrained(model_dir)
+        if bool(config.tie_word_embeddings) != (role == "tied"):
+            raise PipelineError(f"comparison {comparison!r}: its {role} model {model_dir} is "
+                                f"{'untied' if role == 'tied' else 'tied'} (config.json)")
+        sizes.append(int(config.hidden_size))
+    return tuple(sizes)
+
+
+def comparison_row(alignment, knn):
+    """The survey's numbers for one comparison from its metric frames (one pair, one seed).
+
+    alignment: tidy rows (comparison, map, scored, target, token_id, cosine, n_tokens, cross_tokenizer);
+    knn: tidy rows (comparison, k, token_id, overlap, null_overlap, chance, n_tokens).
+    Returns a dict: held-out linear-map means of Output(U)->Tied and Input(U)->Tied and their
+    permuted-rows chance levels, the gap with its token-bootstrap interval, KNN overlaps at the
+    largest k with their permuted null and chance, and the token counts.
+    """
+    rows = alignment[(alignment["map"] == "linear") & (alignment["scored"] == "held_out")]
+    if rows.empty:
+        raise PipelineError("alignment metric has no held-out linear-map rows (is it from before held-out scoring?)")
+    means = rows.groupby(["comparison", "target"])["cosine"].mean()
+    true = rows[rows["target"] == "true"].pivot(index="token_id", columns="comparison", values="cosine")
+    gap = _column(true, "output_u->tied") - _column(true, "input_u->tied")
+    gap_mean, gap_low, gap_high = token_bootstrap_ci(gap.dropna())
+    k = int(knn["k"].max())
+    overlaps = knn[knn["k"] == k].groupby("comparison")[["overlap", "null_overlap"]].mean()
+    return {
+        "n_tokens": int(rows["n_tokens"].iloc[0]), "cross_tokenizer": bool(rows["cross_tokenizer"].iloc[0]),
+        "out_tied": _pick(means, ("output_u->tied", "true")), "out_tied_chance": _pick(means, ("output_u->tied", "permuted")),
+        "in_tied": _pick(means, ("input_u->tied", "true")), "in_tied_chance": _pick(means, ("input_u->tied", "permuted")),
+        "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high, "n_held_out": int(gap.notna().sum()),
+        "knn_k": k, "knn_chance": float(knn["chance"].iloc[0]),
+        "knn_tied_output": _pick(overlaps["overlap"], "tied_vs_output_u"),
+        "knn_tied_input": _pick(overlaps["overlap"], "tied_vs_input_u"),
+        "knn_tied_output_null": _pick(overlaps["null_overlap"], "tied_vs_output_u"),
+        "knn_tied_input_null": _pick(overlaps["null_overlap"], "tied_vs_input_u"),
+    }
+
+
+def survey_table(alignment, knn, comparisons, skipped=()):
+    """One row per comparison: its models, sizes, family, kind, numbers (comparison_row) and verdict.
+
+    alignment, knn: the metric frames of every comparison (column pair); comparisons: dicts with
+    pair, family, control (None, "input" or "output"), tied, untied (model names), d_tied, d_untied
+    (hidden sizes) and params_tied, params_untied (parameters in billions, NaN when unknown); skipped:
+    the same dicts for comparisons left out (gated models and no token), listed as not run.
+    Display columns (MD_COLUMNS) first, then the numbers.
+    """
+    rows = []
+    for c in comparisons:
+        numbers = comparison_row(_only(alignment, c["pair"], "alignment"), _only(knn, c["pair"], "knn"))
+        verdict_text = verdict(CLAIMS["C1"], [numbers["gap_mean"]], numbers["gap_ci_low"], numbers["gap_ci_high"],
+                               one_pair=True)
+        rows.append({**_display(c), **_display_numbers(numbers), "verdict": verdict_text, **_facts(c), **numbers})
+    for c in skipped:
+        rows.append({**_display(c), "verdict": "not run: gated model and no HF token", **_facts(c)})
+    return pd.DataFrame(rows)
+
+
+def write_survey(table, csv_path, md_path, approximate):
+    """results/tables/survey.csv (every column) and survey.md (MD_COLUMNS and a note), each atomically."""
+    with atomic_path(csv_path) as tmp:
+        table.to_csv(tmp, index=False)
+    k = int(table["knn_k"].dropna().iloc[0]) if table["knn_k"].notna().any() else 0
+    note = NOTE.format(k=k, mode="approximate" if approximate else "exact")
+    with atomic_path(md_path) as tmp:
+        tmp.write_text(markdown(table.fillna({c: "" for c in MD_COLUMNS}), MD_COLUMNS) + "\n" + note + "\n")
+
+
+def _display(c):
+    return {"comparison": c["pair"], "family": c["family"], "kind": CONTROLS.get(c["control"], PAIR_KIND),
+            "tied": c["tied"], "untied": c["untied"],
+            "d (tied / untied)": f"{c['d_tied'] or 'n/a'} / {c['d_untied'] or 'n/a'}",
+            "params (tied / untied)": f"{_billions(c['params_tied'])} / {_billions(c['params_untied'])}"}
+
+
+def _display_numbers(n):
+    tokens = f"{n['n_tokens']:,}" + (" shared strings" if n["cross_tokenizer"] else "")
+    return {
+        "tokens": tokens,
+        "Output(U)->Tied": f"{n['out_tied']:.3f} (chance {n['out_tied_chance']:.3f})",
+        "Input(U)->Tied": f"{n['in_tied']:.3f} (chance {n['in_tied_chance']:.3f})",
+        "gap [token bootstrap 95%]": format_cell(n["gap_mean"], n["gap_ci_low"], n["gap_ci_high"]),
+        "KNN Tied vs Output(U)": f"{n['knn_tied_output']:.3f} ({n['knn_chance']:.4f})",
+        "KNN Tied vs Input(U)": f"{n['knn_tied_input']:.3f} ({n['knn_chance']:.4f})",
+    }
+
+
+def _facts(c):
+    return {"control": c["control"] or "", **{key: c[key] for key in ("d_tied", "d_untied", "params_tied", "params_untied")}}
+
+
+def _billions(count):
+    return "n/a" if count is None or math.isnan(count) else f"{count:g}B"
+
+
+def _only(frame, pair, metric):
+    rows = frame[frame["pair"] == pair]
+    if rows.empty:
+        raise PipelineError(f"{metric} metric has no rows for comparison {pair!r}")
+    if rows["seed"].nunique() > 1:
+        raise PipelineError(f"comparison {pair!r} has several seeds; the survey compares released models (one each)")
+    return rows
+
+
+def _column(wide, name):
+    if name not in wide.columns:
+        raise PipelineError(f"alignment metric has no {name!r}; present: {list(wide.columns)}")
+    return wide[name]
+
+
+def _pick(series, key):
+    if key not in series.index:
+        raise PipelineError(f"metric has no {key!r}; present: {list(series.index)}")
+    return float(series[key])

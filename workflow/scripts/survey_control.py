@@ -1,0 +1,9 @@
+from tying.script import run
+from tying.survey import control_model
+
+
+def main(snakemake):
+    control_model(snakemake.input[0], snakemake.wildcards.matrix, snakemake.output[0])
+
+
+run(snakemake, main)

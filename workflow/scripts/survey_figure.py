@@ -1,0 +1,11 @@
+import pandas as pd
+
+from tying.figures.survey import plot_survey
+from tying.script import run
+
+
+def main(snakemake):
+    plot_survey(pd.read_csv(snakemake.input[0]), snakemake.output[0])
+
+
+run(snakemake, main)
