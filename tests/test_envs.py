@@ -177,12 +177,12 @@ def test_a_workflow_script_imports_tying_from_the_tree_in_a_python_without_it(py
     docs.write_text("".join(json.dumps({"text": f"document number {i}"}) + "\n" for i in range(40)))
     config = {**MICRO, "corpus": {"source": "local", "paths": [str(docs)]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run([python_without_tying, "-m", "snakemake", "results/corpus/documents.parquet",
-                          "-s", ROOT / "Snakefile", "-d", tmp_path, "--cores", "1",
-                          "--configfile", tmp_path / "config.yaml"], capture_output=True, text=True, env=env)
+    run = subprocess.run([python_without_tying, "-m", "snakemake", "--until", "corpus", "-s", ROOT / "Snakefile",
+                          "-d", tmp_path, "--cores", "1", "--configfile", tmp_path / "config.yaml"],
+                         capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
-    documents = pd.read_parquet(tmp_path / "results" / "corpus" / "documents.parquet")
-    assert len(documents) == 40 and set(documents["split"]) == {"train", "val"}
+    written = sorted((tmp_path / "results" / "corpus").glob("*.parquet"))
+    assert written and sum(len(pd.read_parquet(path)) for path in written) == 40
 
 
 @pytest.fixture
