@@ -83,11 +83,10 @@ def test_configs_survey_dry_run_plans_one_embeddings_fetch_per_model_and_revisio
     env = offline_env(tmp_path / "empty-cache")
     result = snakemake(tmp_path, "-n", "all", config=SURVEY, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
-    gated = set(SURVEY["survey"]["gated"])
-    run = [p for p in SURVEY["survey"]["comparisons"]
-           if not {SURVEY["pairs"][p][r]["hub"] for r in ("tied", "untied")} & gated]
-    models = {(ref["hub"], ref["revision"]) for p in run for ref in (SURVEY["pairs"][p]["tied"], SURVEY["pairs"][p]["untied"])}
-    controls = {(SURVEY["pairs"][p]["tied"]["hub"], SURVEY["pairs"][p]["control"]) for p in run if "control" in SURVEY["pairs"][p]}
+    pairs, gated = SURVEY["pairs"], set(SURVEY["survey"]["gated"])
+    run = [p for p in SURVEY["survey"]["comparisons"] if not {pairs[p][r]["hub"] for r in ("tied", "untied")} & gated]
+    models = {(pairs[p][r]["hub"], pairs[p][r]["revision"]) for p in run for r in ("tied", "untied")}
+    controls = {(pairs[p]["tied"]["hub"], pairs[p]["control"]) for p in run if "control" in pairs[p]}
     assert len(run) >= 10 and len(controls) >= 2
     assert planned_jobs(result) == {"hub_embeddings": len(models), "survey_control": len(controls),
                                     "alignment": len(run), "knn": len(run), "survey_table": 1, "survey_figure": 1,

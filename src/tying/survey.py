@@ -97,8 +97,10 @@ def comparison_row(alignment, knn):
     overlaps = knn[knn["k"] == k].groupby("comparison")[["overlap", "null_overlap"]].mean()
     return {
         "n_tokens": int(rows["n_tokens"].iloc[0]), "cross_tokenizer": bool(rows["cross_tokenizer"].iloc[0]),
-        "out_tied": _pick(means, ("output_u->tied", "true")), "out_tied_chance": _pick(means, ("output_u->tied", "permuted")),
-        "in_tied": _pick(means, ("input_u->tied", "true")), "in_tied_chance": _pick(means, ("input_u->tied", "permuted")),
+        "out_tied": _pick(means, ("output_u->tied", "true")),
+        "out_tied_chance": _pick(means, ("output_u->tied", "permuted")),
+        "in_tied": _pick(means, ("input_u->tied", "true")),
+        "in_tied_chance": _pick(means, ("input_u->tied", "permuted")),
         "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high, "n_held_out": int(gap.notna().sum()),
         "knn_k": k, "knn_chance": float(knn["chance"].iloc[0]),
         "knn_tied_output": _pick(overlaps["overlap"], "tied_vs_output_u"),
@@ -158,7 +160,8 @@ def _display_numbers(n):
 
 
 def _facts(c):
-    return {"control": c["control"] or "", **{key: c[key] for key in ("d_tied", "d_untied", "params_tied", "params_untied")}}
+    facts = ("d_tied", "d_untied", "params_tied", "params_untied")
+    return {"control": c["control"] or "", **{key: c[key] for key in facts}}
 
 
 def _billions(count):
