@@ -85,7 +85,7 @@ def test_fetches_record_the_resolved_commit_and_only_the_lens_downloads_whole_mo
 def test_lens_of_a_hub_model_reads_the_corpus_in_its_own_tokenizer(paper_run):
     tokens = paper_run / "results/hub/tokens/test-org/olmo-tied/main"
     meta = json.loads((tokens / "meta.json").read_text())
-    documents = pd.read_parquet(paper_run / "results/corpus/documents.parquet")
+    documents = pd.read_parquet(paper_run / "results/corpus/shard0.parquet")
     # The fake tokenizer maps word t{i} to id i; each document ends with EOS (id 0).
     expected = [i for text in documents.loc[documents["split"] == "train", "text"]
                 for i in [*(int(word[1:]) for word in text.split()), 0]]

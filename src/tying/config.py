@@ -20,6 +20,7 @@ def check(config, schema_path):
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
         key = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise PipelineError(f"{key}: {error.message}") from None
+    _check_shards(config["corpus"])
     train = config["train"]
     if train["batch_size"] % (train["nproc"] * train["grad_accum"]):
         raise PipelineError(f"train.batch_size: {train['batch_size']} is not a multiple of train.nproc x "
@@ -53,6 +54,16 @@ def _check_survey(config):
         if "control" in pair and (name not in surveyed or name in used):
             raise PipelineError(f"pairs.{name}: a negative control (control: {pair['control']}) is read by the "
                                 "survey only; list it in survey.comparisons and in no figure or table")
+
+
+def _check_shards(corpus):
+    """corpus.shards must split the source: stdlib is one part, a local shard is a block of whole files."""
+    n = corpus["shards"]
+    if n > 1 and corpus["source"] == "stdlib":
+        raise PipelineError(f"corpus.shards: {n} shards of the stdlib source, which is one part (use 1)")
+    if corpus["source"] == "local" and n > len(corpus["paths"]):
+        raise PipelineError(f"corpus.shards: {n} shards of {len(corpus['paths'])} local files "
+                            "(a shard is a block of whole files)")
 
 
 def _check_pairs(config):

@@ -1,16 +1,28 @@
+# The corpus in `corpus.shards` shards, one job each (a cluster streams them in parallel).
+CORPUS_SHARDS = list(range(config["corpus"]["shards"]))
+
+
+def corpus_shards():
+    """Every corpus shard's documents file, in shard order."""
+    return expand(rules.corpus.output.documents, shard=CORPUS_SHARDS)
+
+
 rule corpus:
     output:
-        documents="results/corpus/documents.parquet",
+        documents="results/corpus/shard{shard}.parquet",
     params:
         corpus=config["corpus"],
+        shard=lambda w: int(w.shard),
     log:
-        "logs/corpus.log",
+        "logs/corpus/shard{shard}.log",
     benchmark:
-        "results/benchmarks/corpus.tsv"
+        "results/benchmarks/corpus/shard{shard}.tsv"
     resources:
         mem_mb=2000,
-        runtime=30,
+        runtime=120,
     threads: 1
+    wildcard_constraints:
+        shard=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:

@@ -58,7 +58,7 @@ rule hub_model:
 
 rule hub_tokens:
     input:
-        documents=rules.corpus.output.documents,
+        documents=corpus_shards(),
         model=rules.hub_model.output[0],
     output:
         train="results/hub/tokens/{repo}/{revision}/train.bin",

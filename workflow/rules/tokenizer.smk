@@ -1,6 +1,6 @@
 rule tokenizer:
     input:
-        documents=rules.corpus.output.documents,
+        documents=corpus_shards(),
     output:
         tokenizer=directory("results/tokenizer"),
     params:

@@ -1,11 +1,10 @@
-from tying.corpus import build_corpus
-from tying.io import write_parquet
 from tying.script import run
+from tying.shards import shard_documents, write_documents
 
 
 def main(snakemake):
-    documents = build_corpus(snakemake.params.corpus)
-    write_parquet(documents, snakemake.output.documents)
+    cfg = snakemake.params.corpus
+    write_documents(shard_documents(cfg, snakemake.params.shard), snakemake.output.documents, cfg["val_fraction"])
 
 
 run(snakemake, main)

@@ -1,7 +1,6 @@
-import pandas as pd
-
 from tying import tokenizer
 from tying.script import run
+from tying.shards import read_texts
 
 
 def main(snakemake):
@@ -9,8 +8,7 @@ def main(snakemake):
     if cfg.get("pretrained"):
         tok = tokenizer.pretrained(cfg["pretrained"])
     else:
-        docs = pd.read_parquet(snakemake.input.documents)
-        tok = tokenizer.train_bpe(docs.loc[docs["split"] == "train", "text"], cfg["vocab_size"])
+        tok = tokenizer.train_bpe(read_texts(snakemake.input.documents, "train"), cfg["vocab_size"])
     tokenizer.save(tok, snakemake.output.tokenizer)
 
 

@@ -1,14 +1,10 @@
-import pandas as pd
-from transformers import AutoTokenizer
-
 from tying.script import run
-from tying.tokens import tokenize_corpus
+from tying.tokens import join_shards
 
 
 def main(snakemake):
-    tok = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
-    out = snakemake.output
-    tokenize_corpus(pd.read_parquet(snakemake.input.documents), tok, out.train, out.val, out.meta, out.counts)
+    inp, out = snakemake.input, snakemake.output
+    join_shards({"train": inp.train, "val": inp.val}, inp.meta, inp.counts, out.train, out.val, out.meta, out.counts)
 
 
 run(snakemake, main)

@@ -1,0 +1,13 @@
+from transformers import AutoTokenizer
+
+from tying.script import run
+from tying.tokens import tokenize_documents
+
+
+def main(snakemake):
+    tok = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
+    out = snakemake.output
+    tokenize_documents([snakemake.input.documents], tok, out.train, out.val, out.meta, out.counts)
+
+
+run(snakemake, main)
