@@ -48,6 +48,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/lens.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/downstream.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/survey.smk"
 

@@ -81,6 +81,9 @@ PAPER_TABLE7 = {
     ("olmo", "tied", "perplexity"): "35.71 (WikiText-2)",
     ("olmo", "tied_x5", "perplexity"): "36.64 (WikiText-2)",
 }
+# The same numbers beside a measured WikiText-2 column (downstream.perplexity.label: WikiText-2).
+WIKITEXT2 = "WikiText-2 perplexity"
+PAPER_TABLE7_WIKITEXT2 = {("olmo", "tied", WIKITEXT2): "35.71", ("olmo", "tied_x5", WIKITEXT2): "36.64"}
 
 
 def at_step(frame, step=None, by=("pair",)):
@@ -165,14 +168,23 @@ def table6(scaling, step):
 
 
 def table7(loss, step=None):
-    """Table 7 (measurable part): held-out loss and perplexity, rows (arch, variant).
+    """Table 7: held-out loss and perplexity, rows (arch, variant), then any downstream metrics.
 
-    loss: tidy frame (arch, variant, seed, step, val_loss, perplexity); last step per run.
+    loss: tidy frame (arch, variant, seed, step, val_loss, perplexity), concatenated with the
+    downstream rows (arch, variant, seed, step, metric, value: tying.downstream) when there are
+    any; last step per run. The paper's WikiText-2 numbers sit beside a measured WikiText-2 column,
+    else beside the held-out perplexity.
     """
     rows = at_step(loss, step, by=("arch", "variant"))
-    long = rows.melt(["arch", "variant", "seed"], list(LOSS_METRICS), var_name="metric", value_name="value")
+    ids = ["arch", "variant", "seed"]
+    downstream = rows.dropna(subset=["metric"]) if "metric" in rows else rows.iloc[:0].assign(metric=None, value=None)
+    held_out = rows.drop(index=downstream.index, columns=["metric", "value"], errors="ignore")
+    long = pd.concat([held_out.melt(ids, list(LOSS_METRICS), var_name="metric", value_name="value"),
+                      downstream[[*ids, "metric", "value"]]], ignore_index=True)
+    labels = LOSS_METRICS | {m: m for m in pd.unique(downstream["metric"])}
     summary = summarise(long, ["arch", "variant", "metric"], "value")
-    return _widen(summary, ["arch", "variant"], "metric", LOSS_METRICS, None, PAPER_TABLE7)
+    paper = PAPER_TABLE7_WIKITEXT2 if WIKITEXT2 in labels else PAPER_TABLE7
+    return _widen(summary, ["arch", "variant"], "metric", labels, None, paper)
 
 
 def _widen(summary, index, column, labels, row_labels, paper):

@@ -88,6 +88,7 @@ rule table6:
 rule table7:
     input:
         rules.loss.output[0],
+        downstream_metrics(),
     output:
         csv=report("results/tables/table7.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table7.md",

@@ -1,0 +1,100 @@
+# Table 7's downstream numbers for every run it reports, at the final step: perplexity on a held-out
+# text (downstream.perplexity; the paper: WikiText-2) and zero-shot accuracies through lm-eval
+# (downstream.lm_eval; the `eval` extra). Without a `downstream` section Table 7 shows held-out loss.
+from tying.config import model_dims
+
+DOWNSTREAM = config.get("downstream", {})
+
+
+def downstream_metrics():
+    """Per-run downstream metric files of Table 7's runs, for each configured part."""
+    runs = trained_runs(config["tables"]["table7"]) if "table7" in config.get("tables", {}) else []
+    parts = [rule for name, rule in (("perplexity", rules.perplexity), ("lm_eval", rules.lm_eval)) if name in DOWNSTREAM]
+    return [expand(r.output[0], arch=a, variant=v, seed=s)[0] for r in parts for a, v, s in runs]
+
+
+def downstream_ids(w):
+    """A downstream metric's identification columns: the run and its final step."""
+    return {"arch": w.arch, "variant": w.variant, "seed": int(w.seed), "step": FINAL_STEP}
+
+
+localrules:
+    downstream_text,
+
+
+rule downstream_text:
+    output:
+        "results/downstream/text.txt",
+    params:
+        text=DOWNSTREAM.get("perplexity"),
+    log:
+        "logs/downstream/text.log",
+    benchmark:
+        "results/benchmarks/downstream/text.tsv"
+    resources:
+        network=1,
+        mem_mb=2000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/downstream_text.py"
+
+
+rule perplexity:
+    input:
+        model=lambda w: checkpoint_dir(w.arch, w.variant, w.seed, FINAL_STEP),
+        text=rules.downstream_text.output[0],
+    output:
+        "results/metrics/perplexity/{arch}/{variant}/seed{seed}.parquet",
+    params:
+        ids=downstream_ids,
+        label=DOWNSTREAM.get("perplexity", {}).get("label"),
+        seq_len=lambda w: DOWNSTREAM["perplexity"].get("seq_len") or model_dims(config, w.arch)["seq_len"],
+        batch_size=DOWNSTREAM.get("perplexity", {}).get("batch_size"),
+        device=DOWNSTREAM.get("device"),
+        dtype=DOWNSTREAM.get("dtype"),
+    log:
+        "logs/metrics/perplexity/{arch}/{variant}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/perplexity/{arch}/{variant}/seed{seed}.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=60,
+        gpu=1 if DOWNSTREAM.get("device") == "cuda" else 0,
+    threads: 1
+    wildcard_constraints:
+        seed=r"\d+",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_perplexity.py"
+
+
+rule lm_eval:
+    input:
+        model=lambda w: checkpoint_dir(w.arch, w.variant, w.seed, FINAL_STEP),
+    output:
+        "results/metrics/lm_eval/{arch}/{variant}/seed{seed}.parquet",
+    params:
+        ids=downstream_ids,
+        lm_eval=DOWNSTREAM.get("lm_eval"),
+        device=DOWNSTREAM.get("device"),
+        dtype=DOWNSTREAM.get("dtype"),
+    log:
+        "logs/metrics/lm_eval/{arch}/{variant}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/metrics/lm_eval/{arch}/{variant}/seed{seed}.tsv"
+    resources:
+        network=1,
+        mem_mb=16000,
+        runtime=240,
+        gpu=1 if DOWNSTREAM.get("device") == "cuda" else 0,
+    threads: 1
+    wildcard_constraints:
+        seed=r"\d+",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/metric_lm_eval.py"

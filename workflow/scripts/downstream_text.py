@@ -1,0 +1,9 @@
+from tying.downstream import text_documents, write_text
+from tying.script import run
+
+
+def main(snakemake):
+    write_text(text_documents(snakemake.params.text), snakemake.output[0])
+
+
+run(snakemake, main)
