@@ -32,7 +32,7 @@ def test_changing_train_steps_reruns_training_and_nothing_upstream(built):
     snakemake(built, "-n", config=MICRO)
     assert jobs["train"] == len(list(built.glob("results/train/*/*/seed*/log.parquet"))) == 5
     assert {"alignment", "knn", "lens", "fig1", "table1", "claims"} <= set(jobs)
-    assert not {"corpus", "tokenizer", "tokens"} & set(jobs)
+    assert not {"corpus", "tokenizer", "tokens_shard", "tokens"} & set(jobs)
 
 
 @pytest.mark.parametrize("section,key,value,message", [
@@ -51,9 +51,9 @@ def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, ke
 
 
 @pytest.mark.parametrize("target,expected", [
-    ("figures/fig1.pdf", {"corpus": 1, "tokenizer": 1, "tokens": 1, "train": 2, "alignment": 1, "fig1": 1}),
-    ("figures/fig2.pdf", {"corpus": 1, "tokenizer": 1, "tokens": 1, "train": 2, "lens": 2, "fig_lens": 1}),
-    ("figures/fig4.pdf", {"corpus": 1, "tokenizer": 1, "tokens": 1, "train": 1, "grad_flow": 1, "fig4": 1}),
+    ("figures/fig1.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "alignment": 1, "fig1": 1}),
+    ("figures/fig2.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "lens": 2, "fig_lens": 1}),
+    ("figures/fig4.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 1, "grad_flow": 1, "fig4": 1}),
 ])
 def test_a_figure_target_plans_only_what_it_needs(tmp_path, target, expected):
     result = snakemake(tmp_path, "-n", target, config=MICRO)
@@ -84,7 +84,7 @@ def test_adding_a_seed_reruns_only_the_new_seed_and_the_aggregates(built):
     wildcards = re.findall(r"wildcards: (.*)", result.stdout)
     seeds = {m for w in wildcards for m in re.findall(r"seed=(\d+)", w)}
     assert seeds == {"1"}
-    assert jobs["train"] == 5 and not {"corpus", "tokenizer", "tokens"} & set(jobs)
+    assert jobs["train"] == 5 and not {"corpus", "tokenizer", "tokens_shard", "tokens"} & set(jobs)
     assert {"fig1", "table1", "claims", "loss"} <= set(jobs)
 
 
