@@ -132,11 +132,12 @@ def main(argv):
     """One rank: join the group (gloo on CPU, nccl on CUDA), then train with rank 0 writing."""
     from transformers import AutoTokenizer
 
+    from tying.runtime import configure
     from tying.tokens import load_ids
     from tying.train import RunSpec, train  # here, not above: tying.train imports this module
 
     args = json.loads(argv[0])
-    torch.set_num_threads(args["threads"])
+    configure(args["threads"])
     device = args["device"]
     if device == "cuda":
         device = f"cuda:{int(os.environ['LOCAL_RANK'])}"

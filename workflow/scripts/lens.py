@@ -1,7 +1,6 @@
-import torch
-
 from tying.io import write_parquet
 from tying.lens import evaluate_lens, save_lens, train_lens
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 from tying.tokens import load_ids
@@ -10,7 +9,7 @@ from tying.unembed import frozen_model, lens_placement
 
 def main(snakemake):
     inp, out, cfg = snakemake.input, snakemake.output, snakemake.params.lens
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     device, dtype = lens_placement(cfg["device"], cfg["dtype"])
     model = frozen_model(inp.model, device=device, dtype=dtype)
     lens = train_lens(model, load_ids(inp.train, inp.meta), seq_len=cfg["seq_len"], steps=cfg["steps"],

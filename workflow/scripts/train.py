@@ -1,10 +1,10 @@
 import json
 
-import torch
 from transformers import AutoTokenizer
 
 from tying.distributed import launch
 from tying.models import resolve_device
+from tying.runtime import configure
 from tying.script import run
 from tying.tokens import load_ids
 from tying.train import RunSpec, train
@@ -12,7 +12,7 @@ from tying.train import RunSpec, train
 
 def main(snakemake):
     inp, out, params, w = snakemake.input, snakemake.output, snakemake.params, snakemake.wildcards
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     meta = json.loads(open(inp.meta).read())
     run_params = {**params.run, "checkpoints": tuple(params.run["checkpoints"])}
     spec = RunSpec(**run_params, seed=int(w.seed), vocab_size=meta["vocab_size"], eos_id=meta["eos_id"])
