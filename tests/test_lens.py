@@ -1,5 +1,7 @@
 """Tuned lens: readout per family, state indexing, KL in bits, training, C3 statistic, figure."""
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -168,3 +170,9 @@ def test_kl_by_layer_figure_writes_a_pdf(tmp_path):
     plot_kl_by_layer(frame, tmp_path / "kl.pdf", title="OLMo pair")
     data = (tmp_path / "kl.pdf").read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 2000
+
+
+def test_importing_the_lens_module_leaves_transformers_unloaded():
+    """The claims job imports tying.lens for early_layer_gap alone: it should not pay for importing transformers."""
+    code = "import sys, tying.lens; print(sorted(m for m in ('transformers', 'tying.unembed') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

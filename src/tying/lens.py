@@ -16,7 +16,6 @@ from safetensors.torch import load_file, save_file
 
 from tying.errors import PipelineError
 from tying.io import atomic_path
-from tying.unembed import readout, residual_states
 
 
 class TunedLens(torch.nn.Module):
@@ -82,6 +81,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, seed=0):
     backward pass per state keeps only one state's logits in memory at a time.
     Returns the lens on the model's device, in eval mode.
     """
+    from tying.unembed import readout, residual_states  # here: the claims job imports this module, not transformers
     n_blocks, device = model.config.num_hidden_layers, model.device
     lens = TunedLens(n_blocks, model.config.hidden_size).to(device)
     opt = torch.optim.Adam(lens.parameters(), lr=lr)
@@ -107,6 +107,8 @@ def evaluate_lens(model, lens, tokens, *, seq_len, batch_size, batches):
     Reads up to `batches` batches of consecutive non-overlapping windows from the start
     of `tokens`. Returns a tidy frame: layer (int), lens ("tuned"/"logit"), kl_bits (float).
     """
+    from tying.unembed import readout, residual_states
+
     _check_tokens(model, tokens, seq_len)
     starts = np.arange(0, len(tokens) - seq_len + 1, seq_len)[: batches * batch_size]
     totals = {}
