@@ -1,0 +1,84 @@
+"""Where a finished build's time went: job-seconds per stage from snakemake's benchmark files, beside this
+machine's fp32 GEMM peaks (so the figures scale to another machine) and the build's wall time.
+Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/build_bench.py [--results results] [--wall SECONDS]
+
+Reads results/benchmarks/**/*.tsv (every rule declares one): `s` is a job's wall seconds, `cpu_time`
+snakemake's sample of its CPU seconds. Stages are the files' first folder (train, lens, metrics,
+figures, tables; corpus, tokenizer, tokens and hub are "data"). The wall time is --wall (e.g. from
+`time snakemake ...`), else the span from the first job's start to the last job's end, read from the
+files' modification times. Run it on the machine that built, soon after the build, and with the GEMM
+peak measured when the cores are as busy as they were during the build.
+"""
+import argparse
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+
+from train_bench import gemm_peak
+
+STAGES = ("train", "lens", "metrics", "figures", "tables", "data")
+DATA = {"corpus", "tokenizer", "tokens", "hub"}
+
+
+def stage_of(path, root):
+    """Stage of one benchmark file from its place under `root`."""
+    first = path.relative_to(root).parts[0].removesuffix(".tsv")
+    return "data" if first in DATA else first
+
+
+def job_table(root):
+    """One row per job: stage, job (path under root), seconds (wall), cpu_seconds, start and end (epoch)."""
+    rows = []
+    for path in sorted(root.rglob("*.tsv")):
+        frame = pd.read_csv(path, sep="\t")
+        if frame.empty:
+            continue
+        last = frame.iloc[-1]  # the last row, should the benchmark have repeats
+        end = path.stat().st_mtime
+        rows.append({"stage": stage_of(path, root), "job": str(path.relative_to(root)), "seconds": float(last["s"]),
+                     "cpu_seconds": float(last.get("cpu_time", float("nan"))), "start": end - float(last["s"]),
+                     "end": end})
+    return pd.DataFrame(rows)
+
+
+def stage_table(jobs):
+    """Jobs, job-seconds, mean seconds per job and CPU seconds per stage (every stage of STAGES, then any
+    other folder), and the total."""
+    table = jobs.groupby("stage").agg(jobs=("job", "size"), job_seconds=("seconds", "sum"),
+                                      mean_seconds=("seconds", "mean"), cpu_seconds=("cpu_seconds", "sum"))
+    table = table.reindex([*STAGES, *sorted(set(table.index) - set(STAGES))], fill_value=0)
+    table.loc["total"] = [table["jobs"].sum(), table["job_seconds"].sum(),
+                          jobs["seconds"].mean(), table["cpu_seconds"].sum()]
+    table["jobs"] = table["jobs"].astype(int)
+    return table
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--wall", type=float, help="the build's wall seconds, if measured")
+    args = parser.parse_args()
+    root = args.results / "benchmarks"
+    jobs = job_table(root)
+    if jobs.empty:
+        raise SystemExit(f"no benchmark files under {root}: run a build first")
+    table = stage_table(jobs)
+    wall = args.wall or jobs["end"].max() - jobs["start"].min()
+    print(table.round(1).to_string())
+    print(f"wall time: {wall:.0f} s ({'given' if args.wall else 'first job start to last job end'}); "
+          f"job-seconds / wall = {table.loc['total', 'job_seconds'] / wall:.2f} jobs running on average")
+    for stage in ("train", "lens"):
+        if stage in table.index:
+            print(f"{stage}: {table.loc[stage, 'mean_seconds']:.1f} s per job (min "
+                  f"{jobs.loc[jobs.stage == stage, 'seconds'].min():.1f}, max {jobs.loc[jobs.stage == stage, 'seconds'].max():.1f})")
+    (one_cpu, one_wall), (two, _) = gemm_peak(1), gemm_peak(2)
+    print(f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
+          f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads")
+
+
+if __name__ == "__main__":
+    main()
