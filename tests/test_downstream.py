@@ -2,6 +2,8 @@
 import importlib.util
 import json
 import math
+import os
+import sys
 
 import pandas as pd
 import pytest
@@ -124,7 +126,7 @@ def test_lm_eval_accuracy_is_the_share_of_questions_whose_answer_is_most_likely(
 
 
 def test_without_lm_eval_the_job_says_how_to_install_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "lm_eval", None)
+    monkeypatch.setitem(sys.modules, "lm_eval", None)
     with pytest.raises(PipelineError, match=r"needs lm-eval, the `eval` extra: pip install .*\.\[eval\]"):
         lm_eval_scores(tmp_path, ["arc_easy"])
 
@@ -145,7 +147,7 @@ def table7_run(tmp_path_factory):
         write_task(workdir / "tasks")
         downstream["lm_eval"] = {"tasks": ["tiny_choice"], "batch_size": 4, "include_path": str(workdir / "tasks")}
     config = {**MICRO, "figures": {}, "tables": {"table7": ["main"]}, "downstream": downstream}
-    env = {**__import__("os").environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     result = snakemake(workdir, "results/tables/table7.md", config=config, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
