@@ -2,7 +2,8 @@
 
 The model is the default config's OLMo (hidden 96, 3 layers, 4 heads, vocab 4096, seq 64),
 trained briefly on a synthetic Markov stream so that its layers have something to say.
-Usage: .venv/bin/python benchmarks/lens_speed.py [--steps 100] [--batch-size 8] [--lr 0.01]
+Usage: .venv/bin/python benchmarks/lens_speed.py [--steps 100] [--batch-size 8] [--lr 0.01] [--threads 1]
+[--no-heap] (leave glibc's malloc thresholds as they are, as lens jobs did before tying.runtime)
 """
 import argparse
 import time
@@ -13,6 +14,7 @@ import torch
 from transformers import AutoModelForCausalLM, OlmoConfig
 
 from tying.lens import evaluate_lens, train_lens
+from tying.runtime import keep_freed_memory
 from tying.unembed import frozen_model
 
 VOCAB, SEQ = 4096, 64
@@ -59,9 +61,12 @@ def main():
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--eval-batches", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="the lens rule's default")
+    parser.add_argument("--no-heap", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if not args.no_heap:
+        keep_freed_memory()
     train, val = markov_tokens(300_000, seed=1), markov_tokens(60_000, seed=2)
     model = trained_model(train)
     wall, cpu = time.perf_counter(), time.process_time()
