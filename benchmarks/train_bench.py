@@ -100,9 +100,11 @@ def step_times(spec, ids, steps, rounds=4):
     return {k: (*np.median(times[k], axis=0), *np.mean(kernel[k], axis=0)) for k in runs}
 
 
+MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
 CATEGORIES = (  # (name, test on an operator's name and input shapes), first match wins
-    ("output layer and loss (V-wide)", lambda name, shapes, vocab: vocab in sum(shapes, [])),
-    ("other matmuls", lambda name, shapes, vocab: name in ("aten::mm", "aten::addmm", "aten::bmm")),
+    ("output projection matmuls (V-wide)", lambda name, shapes, vocab: name in MATMULS and vocab in sum(shapes, [])),
+    ("softmax, loss and embedding gradient (V-wide)", lambda name, shapes, vocab: vocab in sum(shapes, [])),
+    ("other matmuls", lambda name, shapes, vocab: name in MATMULS),
     ("attention kernel", lambda name, shapes, vocab: "scaled_dot_product" in name),
     ("norm kernels", lambda name, shapes, vocab: "norm" in name and "vector_norm" not in name),
     ("optimizer and clipping", lambda name, shapes, vocab: name.startswith(("aten::_foreach", "aten::lerp",
