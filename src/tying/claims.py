@@ -277,8 +277,8 @@ def claims_table(statistics, paper_scale=None, one_pair=False):
 
 def paper_scale_values(table):
     """{claim id: value comparable with the paper's} from a claims table: in sample where measured."""
-    return {row.claim: row.mean if math.isnan(row.in_sample_mean) else row.in_sample_mean
-            for row in table.itertuples()}
+    in_sample = table["in_sample_mean"] if "in_sample_mean" in table.columns else pd.Series(math.nan, table.index)
+    return dict(zip(table["claim"], in_sample.fillna(table["mean"])))
 
 
 def seed_table(statistics):

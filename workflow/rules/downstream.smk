@@ -37,7 +37,7 @@ rule downstream_text:
         runtime=30,
     threads: 1
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/downstream_text.py"
 
@@ -67,7 +67,7 @@ rule perplexity:
     wildcard_constraints:
         seed=r"\d+",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_perplexity.py"
 
@@ -95,6 +95,6 @@ rule lm_eval:
     wildcard_constraints:
         seed=r"\d+",
     conda:
-        "../../environment.yml"
+        "../envs/tying.yaml"
     script:
         "../scripts/metric_lm_eval.py"
