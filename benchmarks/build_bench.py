@@ -13,7 +13,6 @@ peak measured when the cores are as busy as they were during the build.
 """
 import argparse
 import os
-from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
@@ -72,9 +71,9 @@ def main():
     print(f"wall time: {wall:.0f} s ({'given' if args.wall else 'first job start to last job end'}); "
           f"job-seconds / wall = {table.loc['total', 'job_seconds'] / wall:.2f} jobs running on average")
     for stage in ("train", "lens"):
-        if stage in table.index:
-            print(f"{stage}: {table.loc[stage, 'mean_seconds']:.1f} s per job (min "
-                  f"{jobs.loc[jobs.stage == stage, 'seconds'].min():.1f}, max {jobs.loc[jobs.stage == stage, 'seconds'].max():.1f})")
+        seconds = jobs.loc[jobs.stage == stage, "seconds"]
+        if len(seconds):
+            print(f"{stage}: {seconds.mean():.1f} s per job (min {seconds.min():.1f}, max {seconds.max():.1f})")
     (one_cpu, one_wall), (two, _) = gemm_peak(1), gemm_peak(2)
     print(f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
           f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads")

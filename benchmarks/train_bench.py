@@ -196,8 +196,9 @@ def main():
     print(f"model FLOP/s     {per_cpu:8.1f} GFLOP/s = {per_cpu / peak1:.2f} of the 1-thread peak "
           f"(target >= 0.6); by wall time {per_wall:.1f} = {per_wall / peak1:.2f}")
     print(f"provenance cost  {100 * (tapped_cpu - plain_cpu) / plain_cpu:8.1f} % of step CPU time (target <= 10%)")
+    share = len(spec.checkpoints) * checkpoint / run_cpu
     print(f"checkpoint       {checkpoint:8.2f} s CPU each (evaluate, export, state); a run of {spec.steps} steps "
-          f"and {len(spec.checkpoints)} checkpoints: {run_cpu:.1f} s CPU, checkpoints {100 * len(spec.checkpoints) * checkpoint / run_cpu:.0f}%")
+          f"and {len(spec.checkpoints)} checkpoints: {run_cpu:.1f} s CPU, {share:.0%} of it in checkpoints")
     print("where a step's CPU time goes (torch profiler, self time; the profiler inflates small operators):")
     for name, share in step_profile(spec, ids).items():
         print(f"  {share:6.1%}  {name}")
