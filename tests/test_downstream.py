@@ -13,7 +13,8 @@ import yaml
 
 from conftest import tiny_model, word_tokenizer
 from snakerun import ROOT, planned_jobs, snakemake
-from tying.downstream import lm_eval_scores, perplexity, text_documents, write_text
+from tying.downstream import perplexity, text_documents, write_text
+from tying.zero_shot import lm_eval_scores
 from tying.errors import PipelineError
 from tying.tables import table7
 

@@ -27,6 +27,10 @@ CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 PINS = {canonicalize_name(name): version for name, version in
         (line.split("==") for line in (ROOT / "constraints.txt").read_text().split() if "==" in line)}
+# The optional extras (lm-eval for Table 7's zero-shot accuracies) are pinned in pyproject.toml instead.
+PINS |= {canonicalize_name(name.split("[")[0]): version
+         for extra in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].values()
+         for name, version in (entry.split("==") for entry in extra)}
 # A pip entry is a name pinned to a version and nothing else: no path, URL, option or editable install.
 PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+!-]*)$")
 

@@ -1,7 +1,7 @@
-"""Table 7's downstream numbers for a trained checkpoint: perplexity on a held-out text (the paper:
-WikiText-2) and zero-shot accuracies through EleutherAI's lm-evaluation-harness (the `eval` extra).
+"""Table 7's downstream perplexity of a trained checkpoint on a held-out text (the paper: WikiText-2).
 
-Both return tidy rows (metric, value); the metric names are the Table 7 column headers.
+Tidy rows (metric, value); the metric names are the Table 7 column headers. The zero-shot
+accuracies are in tying.zero_shot.
 """
 import math
 import sys
@@ -16,11 +16,7 @@ from transformers import AutoTokenizer
 from tying.corpus import hf_documents, local_documents
 from tying.errors import PipelineError
 from tying.io import atomic_path
-from tying.models import resolve_device
 from tying.unembed import frozen_model
-
-LM_EVAL_METRICS = ("acc", "acc_norm")
-INSTALL_EVAL = "pip install -c constraints.txt -e '.[eval]'"
 
 
 def text_documents(cfg):
@@ -70,25 +66,3 @@ def text_perplexity(model_dir, text_path, label, *, seq_len, batch_size, device=
     value, count = perplexity(model, ids, seq_len, batch_size)
     print(f"perplexity: {label} {value:.3f} over {count:,} predicted tokens", file=sys.stderr, flush=True)
     return pd.DataFrame([{"metric": f"{label} perplexity", "value": value}])
-
-
-def lm_eval_scores(model_dir, tasks, *, num_fewshot=0, batch_size=8, limit=None, include_path=None,
-                   device="cpu", dtype="float32"):
-    """Rows (metric, value): each task's accuracy (and length-normalised accuracy where the task has
-    it) from lm-eval's `simple_evaluate` on the checkpoint `model_dir`, named "<task> <metric>"."""
-    try:
-        import lm_eval
-        from lm_eval.tasks import TaskManager
-    except ImportError:
-        raise PipelineError(f"downstream.lm_eval needs lm-eval, the `eval` extra: {INSTALL_EVAL}") from None
-    manager = TaskManager(include_path=include_path)
-    unknown = [t for t in tasks if t not in manager.all_tasks]
-    if unknown:
-        raise PipelineError(f"downstream.lm_eval.tasks: unknown to lm-eval: {', '.join(unknown)}")
-    results = lm_eval.simple_evaluate(
-        model="hf", model_args={"pretrained": str(model_dir), "dtype": dtype}, tasks=list(tasks),
-        num_fewshot=num_fewshot, batch_size=batch_size, device=resolve_device(device), limit=limit, task_manager=manager,
-        log_samples=False, bootstrap_iters=0)
-    rows = [{"metric": f"{task} {name}", "value": float(results["results"][task][f"{name},none"])}
-            for task in tasks for name in LM_EVAL_METRICS if f"{name},none" in results["results"][task]]
-    return pd.DataFrame(rows, columns=["metric", "value"])

@@ -95,6 +95,6 @@ rule lm_eval:
     wildcard_constraints:
         seed=r"\d+",
     conda:
-        "../envs/tying.yaml"
+        "../envs/eval.yaml"
     script:
         "../scripts/metric_lm_eval.py"

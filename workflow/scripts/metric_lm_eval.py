@@ -1,6 +1,6 @@
 import torch
 
-from tying.downstream import lm_eval_scores
+from tying.zero_shot import lm_eval_scores
 from tying.io import write_parquet
 from tying.script import run
 from tying.tidy import with_ids
