@@ -5,6 +5,7 @@ import seaborn as sns
 from tying.errors import PipelineError
 from tying.figures import style
 
+PROXY_LABEL = "shares, dashed: output share\nby the paper code's proxy"
 PATHS = {"input": ("g_in", "g_in_roll", "in_share", "input (lookup)"),
          "output": ("g_out", "g_out_roll", "out_share", "output (projection)")}
 
@@ -31,13 +32,13 @@ def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
         sns.lineplot(rows, x="step", y=raw, color=style.PALETTE[colour], alpha=0.25, linewidth=0.5, ax=left)
         sns.lineplot(rows, x="step", y=roll, color=style.PALETTE[colour], linewidth=1.2, label=label, ax=left)
     left.set(yscale="log", xlabel="training step", ylabel="gradient norm (Frobenius)", title="norms")
-    left.legend(frameon=False, fontsize="x-small")
     right.stackplot(rows["step"], *(100 * rows[share] for _, _, share, _ in PATHS.values()),
                     colors=[style.PALETTE[c] for c in PATHS], labels=[label for *_, label in PATHS.values()],
                     alpha=0.85, linewidth=0)
-    right.plot(rows["step"], 100 * (1 - rows["proxy_out_share"]), color="black", linestyle="--", linewidth=0.8,
-               label="output share by the paper code's proxy (above the line)")
-    right.legend(frameon=False, fontsize="x-small", loc="lower right")
+    proxy = right.plot(rows["step"], 100 * (1 - rows["proxy_out_share"]), color="black", linestyle="--",
+                       linewidth=0.8)[0]
+    handles, labels = left.get_legend_handles_labels()
+    left.legend([*handles, proxy], [*labels, PROXY_LABEL], frameon=False, fontsize="x-small")
     right.set(xlabel="training step", ylabel="share of norm sum (%)", ylim=(0, 100), title="shares",
               xlim=(rows["step"].min(), rows["step"].max()))
     fig.suptitle(f"{pair}, {variant}, seed {seed}", fontsize="small")
