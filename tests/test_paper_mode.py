@@ -1,4 +1,5 @@
 """Paper-scale mode through snakemake, offline, from a fake hub cache of tiny released models."""
+import copy
 import json
 import os
 from pathlib import Path
@@ -28,7 +29,7 @@ def fake_paper_config(corpus_path, **analysis):
     return {
         **{k: PAPER[k] for k in ("seeds", "tokenizer", "model", "train", "variants", "architectures")},
         "corpus": {"source": "local", "paths": [str(corpus_path)], "val_fraction": 0.25},
-        "pairs": FAKE_PAIRS,
+        "pairs": copy.deepcopy(FAKE_PAIRS),  # callers may change a pair; FAKE_PAIRS stays as it is
         "figures": {"fig1": "main", "fig2": "main", "fig3": "main"},
         "tables": {"table1": ["main", "family"], "table5": ["main", "scale", "family"], "claims": "main"},
         "analysis": {"knn_k": 5, **analysis},
