@@ -111,8 +111,8 @@ def test_c5_is_over_the_early_steps_only():
     assert table.loc["C5p", "mean"] == pytest.approx(0.9 * 0.81)
     late = claims.claims_table(claims.claim_statistics(grad_flow=_grad_flow(0.3, 0.8), early_steps=10))
     assert late.set_index("claim").loc["C5", "verdict"] == "does not hold"
-    with pytest.raises(PipelineError, match="no step <= 0"):
-        claims.output_share(frame, steps=0)
+    with pytest.raises(PipelineError, match="ends at step 100, before the early window's step 200"):
+        claims.output_share(frame, steps=200)
 
 
 def _norm_freq(profiles):

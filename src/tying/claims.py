@@ -154,9 +154,10 @@ def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out
     (None: every logged step) -> Series by seed."""
     rows = _only(grad_flow, pair=pair, variant=variant)
     if steps is not None:
+        if rows["step"].max() < steps:
+            raise PipelineError(f"grad_flow metric ends at step {rows['step'].max()}, before the early window's "
+                                f"step {steps}")
         rows = rows[rows["step"] <= steps]
-        if rows.empty:
-            raise PipelineError(f"grad_flow metric has no step <= {steps}")
     return rows.groupby("seed")[column].mean()
 
 
