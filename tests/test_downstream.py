@@ -57,8 +57,8 @@ def test_table7_puts_the_paper_numbers_beside_a_measured_wikitext2_column():
                                for v in ("tied", "tied_x5") for s in (0, 1)
                                for m, x in (("WikiText-2 perplexity", 30.0 + s), ("arc_easy acc", 0.4))])
     table = table7(pd.concat([loss_frame(), downstream], ignore_index=True)).set_index("variant")
-    assert list(table.columns[:8]) == ["arch", "val loss", "perplexity", "WikiText-2 perplexity",
-                                       "WikiText-2 perplexity (paper)", "arc_easy acc", "n_seeds",
+    assert list(table.columns[:9]) == ["arch", "val loss", "perplexity", "WikiText-2 perplexity",
+                                       "WikiText-2 perplexity (paper)", "arc_easy acc", "interval", "n_seeds",
                                        "val_loss_mean"]
     assert table.loc["tied", "WikiText-2 perplexity (paper)"] == "35.71"
     assert table.loc["tied_x5", "WikiText-2 perplexity (paper)"] == "36.64"

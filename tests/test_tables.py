@@ -100,6 +100,18 @@ def test_table1_at_a_chosen_step():
     assert table.loc[("Input(U) -> Tied", "linear"), "in_sample_mean"] == pytest.approx(5.27)
 
 
+def test_released_pairs_get_a_token_bootstrap_labelled_as_one_pair_of_models():
+    frame = _alignment()
+    released = frame[frame["seed"] == 0].assign(pair="olmo")
+    table = tables.table1(pd.concat([frame, released]), released=["olmo"]).set_index(["pair", "comparison", "map"])
+    row = table.loc[("olmo", "Input(U) -> Tied", "linear")]
+    assert row["interval"] == "bootstrap 95% over 2 tokens, one pair of models"
+    # Two tokens at 0.22 -/+ 0.05: resampled means are 0.17, 0.22 or 0.27.
+    assert (row["in_sample_ci_low"], row["in_sample_mean"], row["in_sample_ci_high"]) == pytest.approx((0.17, 0.22, 0.27))
+    assert table.loc[("main", "Input(U) -> Tied", "linear"), "interval"] == "Student-t 95%, 2 seeds"
+    assert list(table.index.get_level_values(0).unique()) == ["main", "olmo"]
+
+
 def test_table1_names_shared_strings_of_two_tokenizers():
     frame = _alignment().assign(cross_tokenizer=True, n_tokens=36938)
     assert (tables.table1(frame)["tokens"] == "36,938 shared strings").all()
@@ -111,13 +123,13 @@ def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
     lines = (tmp_path / "t1.md").read_text().splitlines()
     assert lines[0] == (
         "| pair | comparison | map | in-sample | in-sample (paper) | chance (in-sample, rows permuted) | held-out"
-        " | chance (held-out, rows permuted) | tokens | n_seeds |"
+        " | chance (held-out, rows permuted) | tokens | interval | n_seeds |"
     )
-    assert lines[1] == "|" + "---|" * 10
+    assert lines[1] == "|" + "---|" * 11
     assert lines[-1].startswith("| main | Input(U) -> Tied | linear | 0.270 [")
     assert lines[-1].endswith("| 0.525 | 0.070 [" + f"{0.07 - HALF_TWO_SEEDS:.3f}, {0.07 + HALF_TWO_SEEDS:.3f}] | "
                               + f"0.170 [{0.17 - HALF_TWO_SEEDS:.3f}, {0.17 + HALF_TWO_SEEDS:.3f}] | "
-                              + f"-0.030 [{-0.03 - HALF_TWO_SEEDS:.3f}, {-0.03 + HALF_TWO_SEEDS:.3f}] | 100 | 2 |")
+                              + f"-0.030 [{-0.03 - HALF_TWO_SEEDS:.3f}, {-0.03 + HALF_TWO_SEEDS:.3f}] | 100 | Student-t 95%, 2 seeds | 2 |")
     assert len(lines) == 2 + 9
     csv = pd.read_csv(tmp_path / "t1.csv")
     assert csv["in_sample_ci_high"].iloc[-1] == pytest.approx(0.27 + HALF_TWO_SEEDS)

@@ -58,15 +58,30 @@ def token_bootstrap_ci(values, level=LEVEL, n_resamples=N_RESAMPLES, rng_seed=RN
 def summarise(frame, by, value):
     """Mean and Student-t interval over seeds of `value`, one row per `by` group.
 
-    `frame` holds one row per (group, seed). Returns columns by..., mean, ci_low, ci_high, n_seeds.
+    `frame` holds one row per (group, seed). Returns columns by..., mean, ci_low, ci_high, n_seeds,
+    interval (how the interval was computed).
     """
     by = list(by)
     rows = []
     for key, group in frame.groupby(by, sort=False):
         if group["seed"].duplicated().any():
             raise PipelineError(f"more than one {value} per seed in group {dict(zip(by, key))}")
-        rows.append((*key, *mean_ci(group[value]), int(group[value].notna().sum())))
-    return pd.DataFrame(rows, columns=[*by, "mean", "ci_low", "ci_high", "n_seeds"])
+        n = int(group[value].notna().sum())
+        rows.append((*key, *mean_ci(group[value]), n, f"Student-t 95%, {n} seeds" if n > 1 else "none (one seed)"))
+    return pd.DataFrame(rows, columns=[*by, "mean", "ci_low", "ci_high", "n_seeds", "interval"])
+
+
+def summarise_tokens(frame, by, value):
+    """Mean and bootstrap-over-tokens interval of `value`, one row per `by` group, for one pair of
+    released models (no seeds): how precisely that pair's mean is known, not whether it generalises.
+
+    `frame` holds one row per (group, token). Returns the columns of summarise.
+    """
+    rows = []
+    for key, group in frame.groupby(list(by), sort=False):
+        n = int(group[value].notna().sum())
+        rows.append((*key, *token_bootstrap_ci(group[value]), 1, f"bootstrap 95% over {n:,} tokens, one pair of models"))
+    return pd.DataFrame(rows, columns=[*by, "mean", "ci_low", "ci_high", "n_seeds", "interval"])
 
 
 def format_cell(mean, low, high, digits=3):

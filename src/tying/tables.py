@@ -14,7 +14,7 @@ import pandas as pd
 
 from tying.errors import PipelineError
 from tying.io import atomic_path
-from tying.stats import format_cell, summarise
+from tying.stats import format_cell, summarise, summarise_tokens
 
 NUMERIC_SUFFIXES = ("mean", "ci_low", "ci_high")
 
@@ -102,39 +102,55 @@ def with_fit(frame):
     return frame.assign(fit=frame["scored"] + chance)
 
 
-def alignment_means(alignment, step=None):
-    """Mean per-token cosine per (pair, comparison, map, fit): per seed, then mean [interval] over seeds.
+def summarise_per_token(rows, keys, values, released=()):
+    """Mean [interval] of each per-token `values` column per `keys` group (keys start with "pair").
+
+    Trained pairs: the per-seed means summarised over seeds (Student-t); `released` pairs (one
+    pair of models, no seeds): a bootstrap over their tokens. Returns keys..., column, mean,
+    ci_low, ci_high, n_seeds, interval, in the order the pairs first appear in `rows`.
+    """
+    values = list(values)
+    seeded, one_pair = rows[~rows["pair"].isin(released)], rows[rows["pair"].isin(released)]
+    per_seed = seeded.groupby([*keys, "seed"], as_index=False, sort=False)[values].mean()
+    parts = [summarise(per_seed.melt([*keys, "seed"], values, var_name="column", value_name="value"),
+                       [*keys, "column"], "value"),
+             summarise_tokens(one_pair.melt(keys, values, var_name="column", value_name="value"),
+                              [*keys, "column"], "value")]
+    order = {pair: i for i, pair in enumerate(pd.unique(rows["pair"]))}
+    summary = pd.concat([p for p in parts if not p.empty], ignore_index=True)
+    return summary.sort_values("pair", key=lambda s: s.map(order), kind="stable", ignore_index=True)
+
+
+def alignment_means(alignment, step=None, released=()):
+    """Mean per-token cosine per (pair, comparison, map, fit) with its interval (summarise_per_token).
 
     alignment: tidy frame (pair, seed, step, comparison, map, scored, target, token_id, cosine).
-    Returns pair, comparison, map, fit, mean, ci_low, ci_high, n_seeds.
+    Returns pair, comparison, map, fit, mean, ci_low, ci_high, n_seeds, interval.
     """
-    keys = ["pair", "comparison", "map", "fit"]
     rows = with_fit(at_step(alignment, step))
-    per_seed = rows.groupby([*keys, "seed"], as_index=False, sort=False)["cosine"].mean()
-    return summarise(per_seed, keys, "cosine")
+    summary = summarise_per_token(rows, ["pair", "comparison", "map", "fit"], ["cosine"], released)
+    return summary.drop(columns="column")
 
 
-def table1(alignment, step=None):
+def table1(alignment, step=None, released=()):
     """Table 1: rows (pair, comparison, map), columns in-sample (beside the paper), held-out and
-    their chance levels, and the tokens compared."""
-    summary = alignment_means(alignment, step)
+    their chance levels, and the tokens compared; `released`: pairs of hub models (token bootstrap)."""
+    summary = alignment_means(alignment, step, released)
     paper = {(*key, "in_sample"): value for key, value in PAPER_TABLE1.items()}
     table = _widen(summary, ["pair", "comparison", "map"], "fit", FITS,
                    {"comparison": ALIGNMENT_COMPARISONS}, paper)
     return _with_tokens(table, at_step(alignment, step))
 
 
-def table5(knn, step=None):
+def table5(knn, step=None, released=()):
     """Table 5: KNN@k overlap, rows (pair, k, comparison), columns overlap (beside the paper),
-    its permuted-rows null and the chance level k / (n - 1).
+    its permuted-rows null and the chance level k / (n - 1); `released`: pairs of hub models.
 
     knn: tidy per-token frame (pair, seed, step, comparison, k, token_id, overlap, null_overlap, chance).
     """
     rows = at_step(knn, step)
     keys = ["pair", "k", "comparison"]
-    per_seed = rows.groupby([*keys, "seed"], as_index=False, sort=False)[list(KNN_COLUMNS)].mean()
-    long = per_seed.melt([*keys, "seed"], list(KNN_COLUMNS), var_name="column", value_name="value")
-    summary = summarise(long, [*keys, "column"], "value")
+    summary = summarise_per_token(rows, keys, KNN_COLUMNS, released)
     paper = {(pair, 10, comparison, "overlap"): v for (pair, comparison), v in PAPER_TABLE5.items()}
     table = _widen(summary, keys, "column", KNN_COLUMNS, {"comparison": KNN_COMPARISONS}, paper)
     return _with_tokens(table, rows)
@@ -208,6 +224,7 @@ def _widen(summary, index, column, labels, row_labels, paper):
             if (*key, value) in paper:
                 display[f"{label} (paper)"] = _paper_text(paper[(*key, value)])
             numeric.update({f"{value}_{suffix}": s for suffix, s in zip(NUMERIC_SUFFIXES, stats)})
+        display["interval"] = group["interval"].iloc[0]
         display["n_seeds"] = int(group["n_seeds"].max())
         rows.append({**display, **numeric})
     return _fill_paper_columns(pd.DataFrame(rows))
@@ -231,7 +248,7 @@ def _with_tokens(table, metric):
     per_pair = metric.assign(cross=cross).groupby("pair").agg(n=("n_tokens", "max"), cross=("cross", "any"))
     text = {pair: f"{row.n:,}" + (" shared strings" if row.cross else "") for pair, row in per_pair.iterrows()}
     tokens = table["pair"].map(text)
-    at = list(table.columns).index("n_seeds")
+    at = list(table.columns).index("interval")
     return pd.concat([table.iloc[:, :at], tokens.rename("tokens"), table.iloc[:, at:]], axis=1)
 
 

@@ -69,6 +69,11 @@ def model_dir(ref, seed, step, full=False):
     return hub_dir(ref["hub"], ref.get("revision", "main"), full)
 
 
+def released_pairs(pairs):
+    """The pairs among `pairs` whose untied model is a released hub model (one pair of models, no seeds)."""
+    return [p for p in pairs if not is_trained(PAIRS[p]["untied"])]
+
+
 def pair_seeds(pair):
     """Seeds of a pair: its own list, else all seeds; a hub pair has one (0)."""
     p = PAIRS[pair]

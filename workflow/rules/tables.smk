@@ -7,6 +7,8 @@ rule table1:
     output:
         csv=report("results/tables/table1.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table1.md",
+    params:
+        released=lambda w: released_pairs(config["tables"]["table1"]),
     log:
         "logs/tables/table1.log",
     benchmark:
@@ -49,6 +51,8 @@ rule table5:
     output:
         csv=report("results/tables/table5.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table5.md",
+    params:
+        released=lambda w: released_pairs(config["tables"]["table5"]),
     log:
         "logs/tables/table5.log",
     benchmark:
