@@ -47,6 +47,16 @@ def test_verdict_uses_the_claims_threshold_and_direction():
     assert claims.CLAIMS["C6a"].criterion.endswith("< 0.25")
 
 
+def _lens(gaps, pair="main"):
+    """A lens metric of a 2-block pair whose tuned-lens KL at the one early state (state 0) differs by
+    `gaps[seed]` bits between tied and untied; the later states (1 and the final 2) are equal."""
+    return pd.DataFrame([
+        (pair, role, seed, layer, "tuned", kl + (gap if role == "tied" and layer == 0 else 0.0))
+        for seed, gap in enumerate(gaps) for role in ("tied", "untied")
+        for layer, kl in enumerate((3.0, 1.0, 0.0))
+    ], columns=["pair", "role", "seed", "layer", "lens", "kl_bits"])
+
+
 # --- negative controls built from real metric code on constructed matrices -------------------------------
 
 
@@ -86,7 +96,7 @@ def test_c1_is_decided_held_out_and_reports_in_sample_beside_it():
 
 
 def test_c3_and_c4_negative_controls():
-    lens = pd.DataFrame({"pair": "main", "seed": SEEDS, "gap_bits": [-0.5, -0.6, -0.4]})  # tied closer to output
+    lens = _lens([-0.5, -0.6, -0.4])  # the tied model's early state is closer to the output space
     rows = [("main", s, m, step, 1.0 - step / (1000 if m == "output" else 400), math.nan)
             for s in SEEDS for step in (0, 100, 200) for m in ("input", "output")]  # input moves more
     evolution = pd.DataFrame(rows, columns=["run", "seed", "matrix", "step", "drift", "change"])
@@ -192,13 +202,13 @@ def test_one_released_pair_gets_a_token_bootstrap_labelled_as_such():
     assert row["interval"] == f"95% bootstrap over {round(0.2 * V)} tokens, one pair of models"
     assert row["verdict"] == "holds (one pair of models)"
     assert row["ci_low"] < row["mean"] < row["ci_high"]
-    lens = pd.DataFrame({"pair": "olmo", "seed": [0], "gap_bits": [1.2]})
+    lens = _lens([1.2], pair="olmo")
     row = claims.claims_table(claims.claim_statistics(lens=lens, pair="olmo"), one_pair=True).iloc[0]
     assert row["verdict"] == "direction only (one pair of models)"
 
 
 def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
-    lens = pd.DataFrame({"pair": ["main"] * 3 + ["family"], "seed": [0, 1, 2, 0], "gap_bits": [1.5, 2.5, 2.0, 9.0]})
+    lens = pd.concat([_lens([1.5, 2.5, 2.0]), _lens([9.0], pair="family")])
     statistics = claims.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
     table = claims.claims_table(statistics)
     assert table["claim"].tolist() == ["C1", "C3"]  # claims without input are omitted

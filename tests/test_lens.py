@@ -11,7 +11,8 @@ import transformers as tf
 
 from tying.errors import PipelineError
 from tying.figures.kl_by_layer import plot_kl_by_layer
-from tying.lens import TunedLens, early_layer_gap, evaluate_lens, kl_bits, load_lens, save_lens, train_lens
+from tying.claims import early_layer_gap
+from tying.lens import TunedLens, evaluate_lens, kl_bits, load_lens, save_lens, train_lens
 from tying.unembed import frozen_model, readout, residual_states
 
 V, D, SEQ = 64, 32, 16
@@ -173,6 +174,6 @@ def test_kl_by_layer_figure_writes_a_pdf(tmp_path):
 
 
 def test_importing_the_lens_module_leaves_transformers_unloaded():
-    """The claims job imports tying.lens for early_layer_gap alone: it should not pay for importing transformers."""
+    """Modules that only read lens results import tying.lens: they should not pay for importing transformers."""
     code = "import sys, tying.lens; print(sorted(m for m in ('transformers', 'tying.unembed') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -11,6 +11,7 @@ bootstrap interval over tokens and a verdict marked "one pair of models".
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from tying.errors import PipelineError
@@ -137,9 +138,28 @@ def knn_gap(knn, pair="main", k=10, step=None, column="overlap", per_token=False
     return _pick(wide, "tied_vs_output_u", "knn") - _pick(wide, "tied_vs_input_u", "knn")
 
 
-def lens_gap(gap, pair="main"):
-    """C3 per seed from tying.lens.early_layer_gap's frame (pair, seed, ..., gap_bits) -> Series by seed."""
-    return _only(gap, pair=pair).set_index("seed")["gap_bits"]
+def early_layer_gap(df, lens="tuned"):
+    """Claim C3 statistic: tied minus untied mean KL over each model's early states.
+
+    df: tidy frame with pair, role ("tied"/"untied"), seed, layer (states 0..L), lens,
+    kl_bits. Early states are 0 .. ceil(L/2)-1, the first half of the L states that have
+    a translator. Returns one row per (pair, seed): tied_bits, untied_bits, gap_bits.
+    """
+    d = df[df["lens"] == lens]
+    n_blocks = d.groupby(["pair", "role", "seed"])["layer"].transform("max")
+    early = d[d["layer"] < np.ceil(n_blocks / 2)]
+    means = early.groupby(["pair", "seed", "role"])["kl_bits"].mean().unstack("role")
+    missing = {"tied", "untied"} - set(means.columns)
+    if missing or means.isna().any().any():
+        raise PipelineError(f"early-layer KL gap needs a tied and an untied model for every pair and seed ({lens} lens)")
+    means = means.rename(columns={"tied": "tied_bits", "untied": "untied_bits"})
+    means["gap_bits"] = means["tied_bits"] - means["untied_bits"]
+    return means.reset_index()[["pair", "seed", "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
+
+
+def lens_gap(lens, pair="main"):
+    """C3 per seed: early_layer_gap of the tuned lens metric (pair, role, seed, layer, lens, kl_bits) -> Series by seed."""
+    return _only(early_layer_gap(lens), pair=pair).set_index("seed")["gap_bits"]
 
 
 def drift_gap(evolution, run="main"):
@@ -188,7 +208,7 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
                      scaled_variant="tied_x5"):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
-    Frames are the tidy metric tables; `lens` is tying.lens.early_layer_gap's frame;
+    Frames are the tidy metric tables (`lens`: the lens metric of both models of the pair);
     early_steps: the last step of "early training" for C5 (None: every logged step).
     """
     out = {}

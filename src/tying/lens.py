@@ -140,25 +140,6 @@ def load_lens(path, device="cpu"):
     return lens.eval()
 
 
-def early_layer_gap(df, lens="tuned"):
-    """Claim C3 statistic: tied minus untied mean KL over each model's early states.
-
-    df: tidy frame with pair, role ("tied"/"untied"), seed, layer (states 0..L), lens,
-    kl_bits. Early states are 0 .. ceil(L/2)-1, the first half of the L states that have
-    a translator. Returns one row per (pair, seed): tied_bits, untied_bits, gap_bits.
-    """
-    d = df[df["lens"] == lens]
-    n_blocks = d.groupby(["pair", "role", "seed"])["layer"].transform("max")
-    early = d[d["layer"] < np.ceil(n_blocks / 2)]
-    means = early.groupby(["pair", "seed", "role"])["kl_bits"].mean().unstack("role")
-    missing = {"tied", "untied"} - set(means.columns)
-    if missing or means.isna().any().any():
-        raise PipelineError(f"early-layer KL gap needs a tied and an untied model for every pair and seed ({lens} lens)")
-    means = means.rename(columns={"tied": "tied_bits", "untied": "untied_bits"})
-    means["gap_bits"] = means["tied_bits"] - means["untied_bits"]
-    return means.reset_index()[["pair", "seed", "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
-
-
 def _check_tokens(model, tokens, seq_len):
     if len(tokens) < seq_len:
         raise PipelineError(f"lens needs at least {seq_len} tokens, got {len(tokens)}")

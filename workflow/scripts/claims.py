@@ -1,7 +1,6 @@
 import pandas as pd
 
 from tying.claims import claim_statistics, claims_table, paper_scale_values, seed_table, write_claims
-from tying.lens import early_layer_gap
 from tying.script import run
 from tying.tidy import read_frames
 
@@ -11,7 +10,6 @@ def main(snakemake):
     inputs = dict(snakemake.input.items())
     paper_scale_path = inputs.pop("paper_scale", None)
     frames = {name: read_frames(paths) for name, paths in inputs.items()}
-    frames["lens"] = early_layer_gap(frames["lens"])
     statistics = claim_statistics(**frames, pair=p.pair, k=p.k, early_steps=p.early_steps,
                                   scaled_variant=p.scaled_variant)
     rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
