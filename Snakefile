@@ -15,6 +15,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 
+# Passed on to jobs that run elsewhere (cluster executors) as well.
+envvars:
+    "PYTHONPATH",
+
+
 # `--sdm apptainer` runs every job in the image the Dockerfile builds: $TYING_IMAGE (a docker://
 # address or a .sif file), else tying.sif beside this Snakefile.
 TYING_IMAGE = os.environ.get("TYING_IMAGE", os.path.join(workflow.basedir, "tying.sif"))

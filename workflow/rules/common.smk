@@ -1,9 +1,10 @@
 # Config validation and the helpers every rule uses.
 import sys
 
+from huggingface_hub import get_token
 from snakemake.utils import min_version
 
-from tying.config import check, run_params, typed_overrides
+from tying.config import check, model_dims, run_params, typed_overrides
 from tying.errors import PipelineError
 
 min_version("9.0")
@@ -188,3 +189,62 @@ def lens_tokens(pair, role):
 def lens_metrics(pair):
     """Per-seed lens metric files of both models of a pair."""
     return expand(rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(pair))
+
+
+# --- Corpus shards and the token join (corpus.smk, tokens.smk) --------------------------------------
+CORPUS_SHARDS = list(range(config["corpus"]["shards"]))
+
+
+def corpus_shards():
+    """Every corpus shard's documents file, in shard order."""
+    return expand(rules.corpus.output.documents, shard=CORPUS_SHARDS)
+
+
+def token_plan():
+    """The join's line in a dry run: how many shards, and how many tokens each training run draws
+    (steps x batch x sequence) beside the corpus's budget."""
+    train, corpus = config["train"], config["corpus"]
+    seq_len = max(model_dims(config, arch)["seq_len"] for arch in config["architectures"])
+    drawn = train["steps"] * train["batch_size"] * seq_len
+    budget = f"; the corpus streams up to {corpus['max_tokens']:,} words" if "max_tokens" in corpus else ""
+    return (f"join {len(CORPUS_SHARDS)} token shard(s): each training run draws {train['steps']} x "
+            f"{train['batch_size']} x {seq_len} = {drawn:,} tokens{budget} (the job prints the train split's tokens)")
+
+
+# --- Table 7's downstream metrics (downstream.smk) ---------------------------------------------------
+DOWNSTREAM = config.get("downstream", {})
+
+
+def downstream_metrics():
+    """Per-run downstream metric files of Table 7's runs, for each configured part."""
+    runs = trained_runs(config["tables"]["table7"]) if "table7" in config.get("tables", {}) else []
+    parts = [rule for name, rule in (("perplexity", rules.perplexity), ("lm_eval", rules.lm_eval)) if name in DOWNSTREAM]
+    return [expand(r.output[0], arch=a, variant=v, seed=s)[0] for r in parts for a, v, s in runs]
+
+
+def downstream_ids(w):
+    """A downstream metric's identification columns: the run and its final step."""
+    return {"arch": w.arch, "variant": w.variant, "seed": int(w.seed), "step": FINAL_STEP}
+
+
+# --- The survey of released models (survey.smk) ------------------------------------------------------
+SURVEY = config.get("survey", {})
+
+
+def survey_pairs():
+    """(run, skipped): the survey's comparisons in table order, split on gated models without a token."""
+    gated, has_token = set(SURVEY.get("gated", [])), get_token() is not None
+    run, skipped = [], []
+    for pair in SURVEY.get("comparisons", {}):
+        repos = {PAIRS[pair][role]["hub"] for role in ("tied", "untied")}
+        (skipped if repos & gated and not has_token else run).append(pair)
+    return run, skipped
+
+
+def survey_comparison(pair):
+    """A comparison's facts for survey_table: names, family, control kind, parameter counts."""
+    p, params = PAIRS[pair], SURVEY.get("params", {})
+    tied = reference_name(p["tied"]) + (f" ({p['control']} matrix)" if "control" in p else "")
+    return {"pair": pair, "family": SURVEY["comparisons"][pair], "control": p.get("control"), "tied": tied,
+            "untied": reference_name(p["untied"]), "params_tied": params.get(p["tied"]["hub"], float("nan")),
+            "params_untied": params.get(p["untied"]["hub"], float("nan"))}

@@ -1,10 +1,4 @@
 # The corpus in `corpus.shards` shards, one job each (a cluster streams them in parallel).
-CORPUS_SHARDS = list(range(config["corpus"]["shards"]))
-
-
-def corpus_shards():
-    """Every corpus shard's documents file, in shard order."""
-    return expand(rules.corpus.output.documents, shard=CORPUS_SHARDS)
 
 
 rule corpus:

@@ -4,28 +4,6 @@
 # the alignment and knn rules'. A comparison with a gated model (`survey.gated`) runs only when
 # a Hugging Face token is available (HF_TOKEN or `huggingface-cli login`); otherwise it is listed
 # as not run and nothing of it is fetched.
-from huggingface_hub import get_token
-
-SURVEY = config.get("survey", {})
-
-
-def survey_pairs():
-    """(run, skipped): the survey's comparisons in table order, split on gated models without a token."""
-    gated, has_token = set(SURVEY.get("gated", [])), get_token() is not None
-    run, skipped = [], []
-    for pair in SURVEY.get("comparisons", {}):
-        repos = {PAIRS[pair][role]["hub"] for role in ("tied", "untied")}
-        (skipped if repos & gated and not has_token else run).append(pair)
-    return run, skipped
-
-
-def survey_comparison(pair):
-    """A comparison's facts for survey_table: names, family, control kind, parameter counts."""
-    p, params = PAIRS[pair], SURVEY.get("params", {})
-    tied = reference_name(p["tied"]) + (f" ({p['control']} matrix)" if "control" in p else "")
-    return {"pair": pair, "family": SURVEY["comparisons"][pair], "control": p.get("control"), "tied": tied,
-            "untied": reference_name(p["untied"]), "params_tied": params.get(p["tied"]["hub"], float("nan")),
-            "params_untied": params.get(p["untied"]["hub"], float("nan"))}
 
 
 rule survey_control:

@@ -1,16 +1,4 @@
 # One tokenization job per corpus shard, then a join that lists the shards' arrays (no copy).
-from tying.config import model_dims
-
-
-def token_plan():
-    """The join's line in a dry run: how many shards, and how many tokens each training run draws
-    (steps x batch x sequence) beside the corpus's budget."""
-    train, corpus = config["train"], config["corpus"]
-    seq_len = max(model_dims(config, arch)["seq_len"] for arch in config["architectures"])
-    drawn = train["steps"] * train["batch_size"] * seq_len
-    budget = f"; the corpus streams up to {corpus['max_tokens']:,} words" if "max_tokens" in corpus else ""
-    return (f"join {len(CORPUS_SHARDS)} token shard(s): each training run draws {train['steps']} x "
-            f"{train['batch_size']} x {seq_len} = {drawn:,} tokens{budget} (the job prints the train split's tokens)")
 
 
 rule tokens_shard:
