@@ -51,15 +51,15 @@ def target_fetch_jobs(targets, snakefile, config):
     return out
 
 
-def plan_jobs(jobs_by_target, plan=plan_fetch):
+def plan_jobs(jobs_by_target):
     """One row per fetch job and file it reads: target(s), rule, repo_id, revision, commit, status,
-    file, bytes; every distinct job sized once with `plan(repo_id, revision, embeddings_only)`."""
+    file, bytes; every distinct job sized once with `plan_fetch`."""
     rows, plans = [], {}
     for target, jobs in jobs_by_target.items():
         for rule, repo_id, revision, status in jobs:
             key = rule, repo_id, revision
             if key not in plans:
-                plans[key] = plan(repo_id, revision, FETCH_RULES[rule])
+                plans[key] = plan_fetch(repo_id, revision, FETCH_RULES[rule])
             rows += [{"target": target, "rule": rule, "repo_id": repo_id, "revision": revision,
                       "commit": plans[key]["commit"], "status": status, "file": name, "bytes": nbytes}
                      for name, nbytes in plans[key]["files"].items()]
