@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying.corpus import build_corpus, split_of
+from tying.corpus import split_of
 from tying.errors import PipelineError
+from tying.shards import build_corpus
 from tying.tokenizer import train_bpe
 from tying.tokens import load_ids, tokenize_corpus
 

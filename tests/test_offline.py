@@ -15,8 +15,8 @@ from huggingface_hub import constants
 
 from snakerun import ROOT, snakemake
 from tying.config import typed_overrides
-from tying.corpus import build_corpus
 from tying.errors import PipelineError
+from tying.shards import build_corpus
 from tying.unembed import lens_placement
 
 CARD = """---

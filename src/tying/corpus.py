@@ -1,4 +1,4 @@
-"""Build the training corpus as a table of documents with a deterministic train/validation split.
+"""The training corpus's sources as (doc_id, text) streams, and its deterministic train/validation split.
 
 Sources: the Python standard library's own documentation (offline default), a Hugging Face
 dataset streamed up to a token budget (offline: from the hub cache), or local text / JSON lines /
@@ -138,26 +138,6 @@ def _json_lines(path, text_field):
 def split_of(doc_id, val_fraction):
     """Deterministic split from a hash of the document id: 'val' for about val_fraction of ids."""
     return "val" if zlib.crc32(doc_id.encode()) % 10_000 < val_fraction * 10_000 else "train"
-
-
-def build_corpus(cfg):
-    """Documents for the `corpus` config section: DataFrame with columns doc_id, text, split."""
-    source = cfg["source"]
-    if source == "stdlib":
-        docs = stdlib_documents()
-    elif source == "hf":
-        docs = hf_documents(cfg["path"], cfg.get("name"), cfg.get("split", "train"), cfg.get("revision"),
-                            cfg.get("text_field", "text"), cfg["max_tokens"])
-    else:
-        docs = local_documents(cfg["paths"], cfg.get("text_field", "text"))
-    frame = pd.DataFrame(list(docs), columns=["doc_id", "text"])
-    if frame.empty:
-        raise PipelineError(f"corpus source {source!r} produced no documents")
-    frame["split"] = [split_of(d, cfg.get("val_fraction", 0.05)) for d in frame["doc_id"]]
-    if not (frame["split"] == "val").any() or not (frame["split"] == "train").any():
-        raise PipelineError(f"corpus of {len(frame)} documents is too small to split at val_fraction "
-                            f"{cfg.get('val_fraction', 0.05)}")
-    return frame
 
 
 def _first_line(err):
