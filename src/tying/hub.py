@@ -42,7 +42,7 @@ from tying.embeddings import LAYOUTS
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.safetensors_ranges import copy_range, header_bytes, read_header
-from tying.torch_zip_ranges import CountingReader, TorchZip, is_torch_zip, unpickle_error
+from tying.torch_zip_ranges import CountingReader, TorchZip, is_torch_zip, state_dict, unpickle_error
 
 # Every input-embedding and output-projection tensor name the embedding reader knows.
 EMBEDDING_TENSORS = tuple(dict.fromkeys(name for layout in LAYOUTS for name in layout))
@@ -270,9 +270,7 @@ def _load_bin(path, name):
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except (RuntimeError, pickle.UnpicklingError) as error:
         raise unpickle_error(name, error) from None
-    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise PipelineError(f"{name}: not a state dict of tensors")
-    return state
+    return state_dict(state, name)
 
 
 def _unshared(tensors):

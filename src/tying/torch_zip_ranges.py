@@ -56,6 +56,13 @@ def unpickle_error(name, error):
                          + (str(error).splitlines() or [""])[0])
 
 
+def state_dict(state, name):
+    """`state`, unpickled from the torch checkpoint `name`, when it is a dict of tensors; else a one-line error."""
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise PipelineError(f"{name}: not a state dict of tensors")
+    return state
+
+
 class TorchZip:
     """The state dict layout of the torch zip checkpoint open as `f` (`name` labels errors), read
     from its central directory and data.pkl; `tensors(names)` then reads just those tensors."""
@@ -129,9 +136,7 @@ class TorchZip:
             state = unpickler.load()
         except (RuntimeError, pickle.UnpicklingError, ValueError, TypeError) as error:
             raise unpickle_error(self._name, error) from None
-        if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-            raise PipelineError(f"{self._name}: not a state dict of tensors")
-        return {name: (keys[t.untyped_storage()._cdata], t) for name, t in state.items()}
+        return {name: (keys[t.untyped_storage()._cdata], t) for name, t in state_dict(state, self._name).items()}
 
     def _read_entry(self, entry):
         """The bytes of the stored (uncompressed) zip entry `entry`: its local header, then its data."""
