@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from tying.embeddings import common_vocabulary
+from tying.embeddings import compared_rows
 from tying.errors import PipelineError
 
 MAPS = ("identity", "orthogonal", "linear")
@@ -232,7 +232,7 @@ def alignment_frame(untied, tied, maps=MAPS, keep=None, held_out=HELD_OUT, seed=
     Returns columns comparison, map, scored, target, token_id, cosine, n_tokens, cross_tokenizer.
     """
     cross_tokenizer = untied.tokens != tied.tokens
-    untied, tied, ids = _restricted(untied, tied, keep)
+    untied, tied, ids = compared_rows(untied, tied, keep)
     named = {"input_u": untied.input, "output_u": untied.output, "tied": tied.input}
     pairs = {c: (named[s], named[t]) for c, s, t in COMPARISONS}
     same = {c: p for c, p in pairs.items() if p[0].shape[1] == p[1].shape[1]}
@@ -258,7 +258,7 @@ def scaling_frame(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
     In sample and held out, true and permuted-rows chance level (see alignment_frame).
     Returns columns reference ("input_u", "output_u"), scored, target, cosine, n_tokens (Tables 2 and 6).
     """
-    untied, tied, ids = _restricted(untied, tied, keep)
+    untied, tied, ids = compared_rows(untied, tied, keep)
     cosines, _ = alignment_cosines(
         {"input_u": (untied.input, tied.input), "output_u": (untied.output, tied.input)},
         maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
@@ -267,16 +267,3 @@ def scaling_frame(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
         [{"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
          for (ref, scored, target), c in cosines.items()]
     ).assign(n_tokens=len(ids))
-
-
-def _restricted(untied, tied, keep):
-    """Both models on their shared vocabulary, then (if `keep`) on the ids `keep`: (untied, tied, ids)."""
-    untied, tied, ids = common_vocabulary(untied, tied)
-    if keep is not None:
-        if not torch.equal(ids, torch.arange(len(ids))):
-            raise PipelineError("a token subset needs the two models to share one vocabulary")
-        keep = torch.as_tensor(keep, dtype=torch.long)
-        untied, tied, ids = untied.select(keep), tied.select(keep), keep
-    if len(ids) < 2:
-        raise PipelineError(f"alignment needs at least 2 tokens, got {len(ids)}")
-    return untied, tied, ids

@@ -117,6 +117,23 @@ def common_vocabulary(a, b):
     return a.select(idx_a), b.select(idx_b), idx_a
 
 
+def compared_rows(untied, tied, keep=None):
+    """Both models on the token strings they share, then (if `keep`) on the ids `keep`.
+
+    Returns (untied, tied, ids): ids (n,) are the untied model's token ids of the rows. A subset
+    needs one shared vocabulary; fewer than 2 rows is a PipelineError.
+    """
+    untied, tied, ids = common_vocabulary(untied, tied)
+    if keep is not None:
+        if not torch.equal(ids, torch.arange(len(ids))):
+            raise PipelineError("a token subset needs the two models to share one vocabulary")
+        ids = torch.as_tensor(keep, dtype=torch.long)
+        untied, tied = untied.select(ids), tied.select(ids)
+    if len(ids) < 2:
+        raise PipelineError(f"a comparison needs at least 2 tokens, got {len(ids)}")
+    return untied, tied, ids
+
+
 def _read_json(path):
     if not path.is_file():
         raise PipelineError(f"missing {path}")

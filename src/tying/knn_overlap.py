@@ -14,7 +14,7 @@ import warnings
 import pandas as pd
 import torch
 
-from tying.embeddings import common_vocabulary
+from tying.embeddings import compared_rows
 from tying.errors import PipelineError
 
 # (name, A, B) over the matrices of an (untied, tied) pair.
@@ -123,12 +123,7 @@ def knn_frame(untied, tied, ks=(10,), approximate=False, keep=None, null_seed=1,
     Returns columns comparison, k, token_id, overlap, null_overlap, chance, n_tokens, cross_tokenizer.
     """
     cross_tokenizer = untied.tokens != tied.tokens
-    untied, tied, ids = common_vocabulary(untied, tied)
-    if keep is not None:
-        if not torch.equal(ids, torch.arange(len(ids))):
-            raise PipelineError("a token subset needs the two models to share one vocabulary")
-        ids = torch.as_tensor(keep, dtype=torch.long)
-        untied, tied = untied.select(ids), tied.select(ids)
+    untied, tied, ids = compared_rows(untied, tied, keep)
     n, k_max = len(ids), max(ks)
     if n <= k_max:
         raise PipelineError(f"KNN@{k_max} needs more than {k_max} tokens, got {n}")
