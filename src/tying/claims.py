@@ -186,10 +186,9 @@ def norm_shape(norm_freq, pair="main"):
     flat, rise_fall = {}, {}
     for seed, rows in _only(norm_freq, pair=pair).groupby("seed"):
         shape = shape_stats(rows).set_index("matrix")
-        for m in ("untied_input", "untied_output", "tied"):
-            _pick(shape["spread"], m, "norm_freq")
-        flat[seed] = shape.loc["untied_input", "spread"]
-        rise_fall[seed] = min(min(shape.loc[m, "rise"], shape.loc[m, "fall"]) for m in ("untied_output", "tied"))
+        flat[seed] = _pick(shape["spread"], "untied_input", "norm_freq")
+        rise_fall[seed] = min(min(_pick(shape["rise"], m, "norm_freq"), shape.loc[m, "fall"])
+                              for m in ("untied_output", "tied"))
     return (pd.Series(flat, dtype=float).rename_axis("seed"), pd.Series(rise_fall, dtype=float).rename_axis("seed"))
 
 
@@ -290,10 +289,17 @@ def claims_table(statistics, paper_scale=None, one_pair=False):
             "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n,
             "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
         }
-        if paper_scale is not None:
-            row.update(_paper_scale_columns(claim, paper_scale.get(cid, math.nan)))
         rows.append(row)
-    return pd.DataFrame(rows).astype({"paper_scale_differs": "boolean"} if paper_scale is not None else {})
+    table = pd.DataFrame(rows)
+    return table if paper_scale is None else with_paper_scale(table, paper_scale)
+
+
+def with_paper_scale(table, paper_scale):
+    """`table` with columns paper_scale (text), paper_scale_mean and paper_scale_differs
+    (|paper-scale - paper| > the claim's tolerance; NA without one) from {claim id: value}."""
+    columns = [_paper_scale_columns(CLAIMS[cid], paper_scale.get(cid, math.nan)) for cid in table["claim"]]
+    return pd.concat([table, pd.DataFrame(columns, index=table.index)], axis=1).astype(
+        {"paper_scale_differs": "boolean"})
 
 
 def paper_scale_values(table):

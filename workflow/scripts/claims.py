@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.claims import claim_statistics, claims_table, paper_scale_values, seed_table, write_claims
+from tying.claims import claim_statistics, claims_table, paper_scale_values, seed_table, with_paper_scale, write_claims
 from tying.script import run
 from tying.tidy import read_frames
 
@@ -16,11 +16,10 @@ def main(snakemake):
     table = claims_table(statistics, one_pair=p.at_paper_scale).assign(rows=rows)
     if paper_scale_path:  # a paper-scale run's claims table
         paper_scale = pd.read_parquet(paper_scale_path)
-        table = claims_table(statistics, paper_scale_values(paper_scale), p.at_paper_scale).assign(
-            rows=rows, paper_scale_rows=paper_scale["rows"].iloc[0] if "rows" in paper_scale.columns else "")
+        table = with_paper_scale(table, paper_scale_values(paper_scale)).assign(
+            paper_scale_rows=paper_scale["rows"].iloc[0] if "rows" in paper_scale.columns else "")
     elif p.at_paper_scale:  # this run is the paper-scale one
-        table = claims_table(statistics, paper_scale_values(table), one_pair=True).assign(rows=rows,
-                                                                                        paper_scale_rows=rows)
+        table = with_paper_scale(table, paper_scale_values(table)).assign(paper_scale_rows=rows)
     out = snakemake.output
     write_claims(table, seed_table(statistics), out.parquet, out.md, out.seeds)
 
