@@ -124,8 +124,6 @@ def tokenize_batches(batches, tok, out_train, out_val, out_meta, out_counts):
                 n[split] += len(ids)
                 if split == "train":
                     counts += np.bincount(ids, minlength=vocab_size)[:vocab_size]
-        for f in files.values():
-            f.close()
         write_parquet(frequency_table(counts, tok), out_counts)
         write_meta(out_meta, vocab_size, tok.eos_token_id, n)
 
