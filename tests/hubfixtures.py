@@ -86,13 +86,17 @@ REPOS = {
 }
 
 
+def word_tokenizer(words):
+    """A word-level fast tokenizer whose token i is words[i]; words[0] is the unknown and end-of-text token."""
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=words[0]))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token=words[0], eos_token=words[0])
+
+
 def tiny_tokenizer():
     """A word-level fast tokenizer over VOCAB tokens ('[UNK]', 't1', ...); '[UNK]' (id 0) doubles as
     end of text, as the models' eos_token_id says."""
-    vocab = {"[UNK]": 0, **{f"t{i}": i for i in range(1, VOCAB)}}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", eos_token="[UNK]")
+    return word_tokenizer(["[UNK]", *(f"t{i}" for i in range(1, VOCAB))])
 
 
 def add_snapshot(cache_dir, repo_id, revision, model_dir):
@@ -316,13 +320,6 @@ class _HubHandler(BaseHTTPRequestHandler):
 # --- The survey's fake hub: planted structure, negative controls, every layout it reads ----------------------
 SURVEY_VOCAB = 400
 SURVEY_NOISE = 0.5  # planted matrices are a linear image of their source plus this much Gaussian noise per entry
-
-
-def word_tokenizer(words):
-    """A word-level fast tokenizer whose token i is words[i]; words[0] is the unknown and end-of-text token."""
-    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=words[0]))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token=words[0], eos_token=words[0])
 
 
 def _survey_olmo(words, hidden, tied, input_matrix, output_matrix=None):
