@@ -41,8 +41,7 @@ def _check_survey(config):
     """Survey comparisons are hub pairs with a tied reference; a negative control (`control`) is a
     survey comparison that no figure or table reads (its tied role is an untied model's matrix)."""
     pairs, surveyed = config.get("pairs", {}), config.get("survey", {}).get("comparisons", {})
-    targets = [*config.get("figures", {}).values(), *config.get("tables", {}).values()]
-    used = {p for t in targets for p in (t if isinstance(t, list) else [t])}
+    used = {pair for _, pair in _targets(config)}
     for name in surveyed:
         if name not in pairs:
             raise PipelineError(f"survey.comparisons: unknown pair {name!r} (pairs: {', '.join(pairs) or 'none'})")
@@ -84,10 +83,7 @@ def _check_pairs(config):
                 raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant")
         if pair.get("step") is not None and pair["step"] not in steps:
             raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints")
-    wanted = [(f"figures.{k}", v) for k, v in config.get("figures", {}).items()]
-    for key, value in config.get("tables", {}).items():
-        wanted += [(f"tables.{key}", v) for v in (value if isinstance(value, list) else [value])]
-    for key, pair in wanted:
+    for key, pair in _targets(config):
         if pair not in pairs:
             raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
         target = key.split(".")[1]
@@ -99,6 +95,14 @@ def _check_pairs(config):
     if "table6" in config.get("tables", {}) and config["analysis"]["early_step"] not in steps:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")
+
+
+def _targets(config):
+    """(config key, pair) for each pair a figure or table reads: ("tables.table1", "main"), ..."""
+    wanted = [(f"figures.{k}", v) for k, v in config.get("figures", {}).items()]
+    for key, value in config.get("tables", {}).items():
+        wanted += [(f"tables.{key}", v) for v in (value if isinstance(value, list) else [value])]
+    return wanted
 
 
 def model_dims(config, arch):
