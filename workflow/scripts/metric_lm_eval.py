@@ -1,9 +1,9 @@
 import torch
 
-from tying.zero_shot import lm_eval_scores
 from tying.io import write_parquet
 from tying.script import run
 from tying.tidy import with_ids
+from tying.zero_shot import lm_eval_scores
 
 
 def main(snakemake):
