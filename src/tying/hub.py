@@ -173,8 +173,12 @@ def _shards(fs, root, names, index_name, single_name, embeddings_only):
     weight_map = json.loads(index)["weight_map"]
     wanted = [name for name in EMBEDDING_TENSORS if name in weight_map] if embeddings_only else weight_map
     if not wanted:
-        raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {index_name}")
+        raise _no_embeddings(index_name)
     return index, sorted({weight_map[name] for name in wanted})
+
+
+def _no_embeddings(where):
+    return PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {where}")
 
 
 def _index_files(index, index_name):
@@ -206,7 +210,7 @@ def _safetensors_embeddings(fs, root, index, shards, stack):
                 parts.append((src, name, tensors[name], data_start + begin, end - begin))
                 files[shard] += end - begin
     if not parts:
-        raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in the checkpoint")
+        raise _no_embeddings("the checkpoint")
 
     def write(out_dir):
         with open(out_dir / SINGLE_FILE, "wb") as dst:
@@ -248,7 +252,7 @@ def _bin_conversion(fs, root, index, shards, sizes, embeddings_only, stack):
             if embeddings_only:
                 tensors = {name: tensor for name, tensor in tensors.items() if name in EMBEDDING_TENSORS}
                 if not tensors:
-                    raise PipelineError(f"no embedding tensor ({', '.join(EMBEDDING_TENSORS)}) in {', '.join(shards)}")
+                    raise _no_embeddings(", ".join(shards))
             save_file(_unshared(tensors), out_dir / SINGLE_FILE, metadata={"format": "pt"})
         return bytes_read, {"converted_from": shards if index else shards[0]}
 
