@@ -38,8 +38,8 @@ def step_branches(repo_id, steps=None):
     wanted = sorted(found) if steps is None else sorted(set(steps))
     missing = [step for step in wanted if step not in found]
     if missing:
-        raise PipelineError(f"{repo_id} has no branch for step {', '.join(map(str, missing))}"
-                            f" ({len(found)} step branches, steps {min(found, default='-')} to {max(found, default='-')})")
+        raise PipelineError(f"{repo_id} has no branch for step {', '.join(map(str, missing))} ({len(found)} step "
+                            f"branches, steps {min(found, default='-')} to {max(found, default='-')})")
     ambiguous = {step: found[step] for step in wanted if len(found[step]) > 1}
     if ambiguous:
         raise PipelineError(f"{repo_id}: more than one branch for a step: {ambiguous}")
@@ -59,7 +59,8 @@ def set_evolution(config_path, pair, branches):
     entries = _mapping(_mapping(pairs, "pairs").get(pair, (None, None))[1], f"pairs.{pair}")
     if "evolution" in entries:
         key, value = entries["evolution"]
-        text = text[:key.end_mark.index] + ":" + evolution_block(branches, key.start_mark.column + 2) + text[_end(value):]
+        block = evolution_block(branches, key.start_mark.column + 2)
+        text = text[:key.end_mark.index] + ":" + block + text[_end(value):]
     elif "untied" in entries:
         key, value = entries["untied"]
         line_end = text.find("\n", _end(value))

@@ -1,8 +1,8 @@
 # Released checkpoints from the Hugging Face hub at pinned revisions (paper-scale mode).
 # hub_embeddings and hub_model are the workflow's only jobs that download weights (download_plan
-# reads the hub's metadata; a corpus or tokenizer may come from the hub too): on a cluster they run on the submitting host
-# (localrules), and each holds resource `network=1`, so `--resources network=2` caps parallel
-# downloads. Building the DAG (and a dry run) never calls the hub: paths come from the config.
+# reads the hub's metadata; a corpus or tokenizer may come from the hub too): on a cluster they run
+# on the submitting host (localrules), and each holds resource `network=1`, so `--resources network=2`
+# caps parallel downloads. Building the DAG (and a dry run) never calls the hub: paths come from the config.
 
 localrules:
     hub_embeddings,
