@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 from safetensors.torch import save_file
 
-from tying.claims import CLAIMS, verdict
+from tying.claims import CLAIMS, alignment_gap, verdict
 from tying.embeddings import LAYOUTS, load_embeddings
 from tying.errors import PipelineError
 from tying.io import atomic_path
@@ -77,22 +77,22 @@ def hidden_sizes(comparison, tied_dir, untied_dir):
     return tuple(sizes)
 
 
-def comparison_row(alignment, knn):
-    """The survey's numbers for one comparison from its metric frames (one pair, one seed).
+def comparison_row(alignment, knn, pair):
+    """The survey's numbers for comparison `pair` (one seed) from the metric frames.
 
-    alignment: tidy rows (comparison, map, scored, target, token_id, cosine, n_tokens, cross_tokenizer);
-    knn: tidy rows (comparison, k, token_id, overlap, null_overlap, chance, n_tokens).
+    alignment: tidy rows (pair, seed, step, comparison, map, scored, target, token_id, cosine, n_tokens,
+    cross_tokenizer); knn: tidy rows (pair, seed, comparison, k, token_id, overlap, null_overlap, chance).
     Returns a dict: held-out linear-map means of Output(U)->Tied and Input(U)->Tied and their
     permuted-rows chance levels, the gap with its token-bootstrap interval, KNN overlaps at the
     largest k with their permuted null and chance, and the token counts.
     """
+    alignment, knn = _only(alignment, pair, "alignment"), _only(knn, pair, "knn")
     rows = alignment[(alignment["map"] == "linear") & (alignment["scored"] == "held_out")]
     if rows.empty:
         raise PipelineError("alignment metric has no held-out linear-map rows (is it from before held-out scoring?)")
     means = rows.groupby(["comparison", "target"])["cosine"].mean()
-    true = rows[rows["target"] == "true"].pivot(index="token_id", columns="comparison", values="cosine")
-    gap = _column(true, "output_u->tied") - _column(true, "input_u->tied")
-    gap_mean, gap_low, gap_high = token_bootstrap_ci(gap.dropna())
+    gap = alignment_gap(alignment, pair, per_token=True)
+    gap_mean, gap_low, gap_high = token_bootstrap_ci(gap)
     k = int(knn["k"].max())
     overlaps = knn[knn["k"] == k].groupby("comparison")[["overlap", "null_overlap"]].mean()
     return {
@@ -121,7 +121,7 @@ def survey_table(alignment, knn, comparisons, skipped=()):
     """
     rows = []
     for c in comparisons:
-        numbers = comparison_row(_only(alignment, c["pair"], "alignment"), _only(knn, c["pair"], "knn"))
+        numbers = comparison_row(alignment, knn, c["pair"])
         verdict_text = verdict(CLAIMS["C1"], [numbers["gap_mean"]], numbers["gap_ci_low"], numbers["gap_ci_high"],
                                one_pair=True)
         rows.append({**_display(c), **_display_numbers(numbers), "verdict": verdict_text, **_facts(c), **numbers})
@@ -175,12 +175,6 @@ def _only(frame, pair, metric):
     if rows["seed"].nunique() > 1:
         raise PipelineError(f"comparison {pair!r} has several seeds; the survey compares released models (one each)")
     return rows
-
-
-def _column(wide, name):
-    if name not in wide.columns:
-        raise PipelineError(f"alignment metric has no {name!r}; present: {list(wide.columns)}")
-    return wide[name]
 
 
 def _pick(series, key):
