@@ -139,8 +139,10 @@ def scaling_steps():
     return sorted(set(steps))
 
 
-# The analysis values that decide which rows and tokens a metric uses and how fitted maps are scored.
-TOKEN_ANALYSIS = {k: config["analysis"][k] for k in ("rows", "min_count", "held_out", "split_seed")}
+def analysis_params(pair, *keys):
+    """The analysis.* values a metric job of `pair` uses, as its params (a change reruns just those jobs);
+    min_count only for a trained pair, the one kind whose tokens it filters."""
+    return {k: config["analysis"][k] for k in keys if k != "min_count" or is_trained(PAIRS[pair]["untied"])}
 
 
 def token_counts(pair):

@@ -8,7 +8,7 @@ rule alignment:
         "results/metrics/alignment/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
-        analysis=TOKEN_ANALYSIS,
+        analysis=lambda w: analysis_params(w.pair, "rows", "min_count", "held_out", "split_seed"),
     log:
         "logs/metrics/alignment/{pair}/seed{seed}.log",
     benchmark:
@@ -30,7 +30,7 @@ rule knn:
         "results/metrics/knn/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
-        analysis=TOKEN_ANALYSIS,
+        analysis=lambda w: analysis_params(w.pair, "rows", "min_count", "split_seed"),
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
     log:
@@ -56,7 +56,7 @@ rule scaling:
         "results/metrics/scaling/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        analysis=TOKEN_ANALYSIS,
+        analysis=lambda w: analysis_params(w.pair, "rows", "min_count", "held_out", "split_seed"),
         steps=lambda w: scaling_steps(),
         variants=lambda w: list(scaled_models(w.pair, int(w.seed), FINAL_STEP)),
     log:
@@ -81,7 +81,7 @@ rule evolution:
     params:
         ids=lambda w: {"run": w.pair, "seed": int(w.seed)},
         steps=lambda w: list(evolution_models(w.pair, int(w.seed))),
-        analysis=TOKEN_ANALYSIS,
+        analysis=lambda w: analysis_params(w.pair, "rows"),
     log:
         "logs/metrics/evolution/{pair}/seed{seed}.log",
     benchmark:
@@ -128,7 +128,7 @@ rule norm_freq:
         "results/metrics/norm_freq/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        analysis=TOKEN_ANALYSIS,
+        analysis=lambda w: analysis_params(w.pair, "rows", "min_count"),
     log:
         "logs/metrics/norm_freq/{pair}/seed{seed}.log",
     benchmark:
