@@ -25,6 +25,7 @@ def plot_alignment_hist(alignment, path, pair="main", step=None):
     rows = at_step(rows, step)
     chance, rows = rows[rows["target"] == "permuted"], rows[rows["target"] == "true"]
     means = alignment_means(rows).set_index("comparison")["mean"]
+    chance_mean = alignment_means(chance)["mean"].mean()  # Table 1's chance cells of both comparisons
     labels = {c: f"{name} (mean {means[c]:.3f})" for c, (name, _) in SERIES.items()}
     palette = {labels[c]: style.PALETTE[colour] for c, (_, colour) in SERIES.items()}
 
@@ -38,7 +39,7 @@ def plot_alignment_hist(alignment, path, pair="main", step=None):
         ax.axvline(means[c], color=palette[label], linestyle="--", linewidth=1)
     ax.set_ylim(top=1.3 * ax.get_ylim()[1])  # room for the legend
     handles = [Patch(facecolor="none", edgecolor=colour, label=label) for label, colour in palette.items()]
-    handles.append(Patch(color=CHANCE_COLOUR, alpha=0.5, label=f"chance: rows permuted (mean {chance['cosine'].mean():.3f})"))
+    handles.append(Patch(color=CHANCE_COLOUR, alpha=0.5, label=f"chance: rows permuted (mean {chance_mean:.3f})"))
     ax.legend(handles=handles, loc="upper left", frameon=False, fontsize="small")
     n_seeds = rows["seed"].nunique()
     ax.set(xlabel="cosine similarity after linear map", ylabel="density (per comparison)",
