@@ -134,10 +134,9 @@ def write_survey(table, csv_path, md_path, approximate):
     """results/tables/survey.csv (every column) and survey.md (MD_COLUMNS and a note), each atomically."""
     with atomic_path(csv_path) as tmp:
         table.to_csv(tmp, index=False)
-    k = int(table["knn_k"].dropna().iloc[0]) if table["knn_k"].notna().any() else 0
-    note = NOTE.format(k=k, mode="approximate" if approximate else "exact")
+    note = NOTE.format(k=int(table["knn_k"].dropna().iloc[0]), mode="approximate" if approximate else "exact")
     with atomic_path(md_path) as tmp:
-        tmp.write_text(markdown(table.fillna({c: "" for c in MD_COLUMNS}), MD_COLUMNS) + "\n" + note + "\n")
+        tmp.write_text(markdown(table, MD_COLUMNS) + "\n" + note + "\n")
 
 
 def _display(c):
