@@ -1,11 +1,12 @@
 """Figure 4: the lookup-path and projection-path gradients of the tied matrix."""
 import matplotlib.pyplot as plt
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from tying.errors import PipelineError
 from tying.figures import style
 
-PROXY_LABEL = "shares, dashed: output share\nby the paper code's proxy"
+PROXY_LABEL = "output share by the\npaper code's proxy (shares)"
 PATHS = {"input": ("g_in", "g_in_roll", "in_share", "input (lookup)"),
          "output": ("g_out", "g_out_roll", "out_share", "output (projection)")}
 
@@ -38,9 +39,12 @@ def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
     proxy = right.plot(rows["step"], 100 * (1 - rows["proxy_out_share"]), color="black", linestyle="--",
                        linewidth=0.8)[0]
     handles, labels = left.get_legend_handles_labels()
-    left.legend([*handles, proxy], [*labels, PROXY_LABEL], frameon=False, fontsize="x-small")
+    left.get_legend().remove()
+    fig.legend([*handles, proxy], [*labels, PROXY_LABEL], frameon=False, fontsize="x-small", loc="outside lower center",
+               ncols=3)
     right.set(xlabel="training step", ylabel="share of norm sum (%)", ylim=(0, 100), title="shares",
               xlim=(rows["step"].min(), rows["step"].max()))
+    right.xaxis.set_major_locator(MaxNLocator(nbins=2))
     fig.suptitle(f"{pair}, {variant}, seed {seed}", fontsize="small")
     style.save(fig, path)
     return fig
