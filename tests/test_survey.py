@@ -117,3 +117,11 @@ def test_a_control_model_is_the_chosen_matrix_of_an_untied_model_written_as_tied
     with pytest.raises(PipelineError, match="a control needs an untied model"):
         control_model(tied, "input", tmp_path / "from-tied")
     assert not (tmp_path / "from-tied").exists()
+
+
+def test_a_survey_of_gated_comparisons_only_without_a_token_stops_with_one_line(tmp_path):
+    config = fake_survey_config(pairs={"gated": FAKE_PAIRS["gated"]})
+    config["survey"]["comparisons"] = {"gated": "Gated"}
+    result = snakemake(tmp_path, "-n", "results/tables/survey.md", config=config, env=offline_env(tmp_path / "cache"))
+    assert result.returncode != 0
+    assert result.stderr.splitlines()[-1].startswith("config error: every survey comparison reads a gated model")

@@ -5,6 +5,10 @@
 # a Hugging Face token is available (HF_TOKEN or `huggingface-cli login`); otherwise it is listed
 # as not run and nothing of it is fetched.
 
+if SURVEY.get("comparisons") and not survey_pairs()[0]:
+    sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "
+             "token was found: set HF_TOKEN or run `huggingface-cli login`")
+
 
 rule survey_control:
     input:
