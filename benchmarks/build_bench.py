@@ -9,15 +9,19 @@ snakemake's sample of its CPU seconds. Stages are the files' first folder (train
 figures, tables; corpus, tokenizer, tokens and hub are "data"). The wall time is --wall (e.g. from
 `time snakemake ...`), else the span from the first job's start to the last job's end, read from the
 files' modification times. Run it on the machine that built, soon after the build, and with the GEMM
-peak measured when the cores are as busy as they were during the build.
+peak measured when the cores are as busy as they were during the build. The training floor is the
+runs' model FLOPs (read from their checkpoints' training.json) at the single-thread peak: what the
+training stage would cost with no start-up, no checkpoints and a core of its own.
 """
 import argparse
+import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
-from train_bench import gemm_peak
+from train_bench import flops_per_token, gemm_peak
 
 STAGES = ("train", "lens", "metrics", "figures", "tables", "data")
 DATA = {"corpus", "tokenizer", "tokens", "hub"}
@@ -56,6 +60,19 @@ def stage_table(jobs):
     return table
 
 
+def training_flops(jobs, results):
+    """Model FLOPs of the build's training runs (train_bench.flops_per_token x tokens), from each run's last
+    exported checkpoint's training.json; runs whose checkpoints are gone are left out."""
+    total = 0.0
+    for job in jobs.loc[jobs.stage == "train", "job"]:
+        run = Path(job).with_suffix("")  # train/{arch}/{variant}/seed{seed}
+        exports = sorted((results / "checkpoints" / Path(*run.parts[1:])).glob("step*/training.json"))
+        if exports:
+            spec = SimpleNamespace(**json.loads(exports[-1].read_text()))  # the run's RunSpec fields
+            total += flops_per_token(spec) * spec.steps * spec.batch_size * spec.seq_len
+    return total
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("results"))
@@ -77,6 +94,12 @@ def main():
     (one_cpu, one_wall), (two, _) = gemm_peak(1), gemm_peak(2)
     print(f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
           f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads")
+    flops = training_flops(jobs, args.results)
+    if flops:
+        floor = flops / (one_cpu * 1e9)
+        print(f"train floor: the runs' model FLOPs ({flops / 1e12:.1f} TFLOP) at the 1-thread peak take {floor:.0f} s; "
+              f"the train jobs' {table.loc['train', 'job_seconds']:.0f} job-seconds are "
+              f"{table.loc['train', 'job_seconds'] / floor:.2f}x that (start-up, checkpoints, cores shared)")
 
 
 if __name__ == "__main__":
