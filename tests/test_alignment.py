@@ -48,6 +48,17 @@ def test_procrustes_matches_the_svd_solution_on_a_singular_cross_product():
     assert (s @ w.T - t).norm().item() == pytest.approx((s @ (u @ vh).T - t).norm().item(), rel=1e-9)
 
 
+@pytest.mark.parametrize("condition", [1e3, 1e6, 1e9])
+def test_procrustes_matches_the_svd_solution_on_ill_conditioned_cross_products(condition):
+    g = torch.Generator().manual_seed(5)
+    u, _ = torch.linalg.qr(torch.randn(64, 64, dtype=torch.float64, generator=g))
+    v, _ = torch.linalg.qr(torch.randn(64, 64, dtype=torch.float64, generator=g))
+    a = u @ torch.diag(torch.logspace(0, -torch.log10(torch.tensor(condition)).item(), 64, dtype=torch.float64)) @ v.T
+    w = procrustes(a)
+    assert (w - u @ v.T).abs().max() < 1e-6
+    assert (w.T @ w - torch.eye(64, dtype=torch.float64)).abs().max() <= 1e-6
+
+
 def test_linear_map_across_widths_recovers_a_random_linear_image():
     s = matrix(500, 16, 3)
     t = s @ torch.randn(16, 40, generator=torch.Generator().manual_seed(4))

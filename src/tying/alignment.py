@@ -93,19 +93,23 @@ def _moments(views, means, pairs, bounds, chunk):
     return out
 
 
-def procrustes(cross_ts, max_condition=1e5):
+def procrustes(cross_ts, tol=1e-6):
     """Orthogonal W (d, d) minimising ||S W^T - T||_F, from cross_ts = T^T S (d, d) float64.
 
     W = U V^T from the SVD A = U S V^T of A = T^T S, i.e. its orthogonal polar factor, computed
     as A (A^T A)^{-1/2} from one symmetric eigendecomposition (about twice as fast as a d x d SVD
-    with vectors on CPU). When A's condition number exceeds `max_condition`, squaring it would
-    cost accuracy, and the SVD is used.
+    with vectors on CPU). Squaring A squares its condition number: the relative error of A^T A's
+    small eigenvalues shows up as W^T W's distance from the identity, so the result is kept when
+    that distance (largest entry) is within `tol` and the SVD is used otherwise.
     """
     evals, evecs = torch.linalg.eigh(cross_ts.T @ cross_ts)
-    if evals[0] <= evals[-1] / max_condition**2:
-        u, _, vh = torch.linalg.svd(cross_ts)
-        return u @ vh
-    return cross_ts @ (evecs * evals.rsqrt()) @ evecs.T
+    if evals[0] > 0:
+        w = cross_ts @ (evecs * evals.rsqrt()) @ evecs.T
+        gram = w.T @ w
+        if (gram - torch.eye(len(gram), dtype=gram.dtype)).abs().max() <= tol:
+            return w
+    u, _, vh = torch.linalg.svd(cross_ts)
+    return u @ vh
 
 
 def least_squares(gram_s, cross_st):
