@@ -7,6 +7,8 @@ def with_ids(frame, ids):
     return frame.assign(**ids)[[*ids, *[c for c in frame.columns if c not in ids]]]
 
 
-def read_frames(paths):
-    """Concatenate the Parquet files `paths` into one frame."""
-    return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+def read_frames(paths, **equal):
+    """Concatenate the Parquet files `paths` into one frame; `equal` (column=value) keeps only the
+    matching rows, filtered as the files are read (a survey's per-token alignment rows would not fit)."""
+    filters = [(column, "==", value) for column, value in equal.items()] or None
+    return pd.concat([pd.read_parquet(p, filters=filters) for p in paths], ignore_index=True)

@@ -10,7 +10,8 @@ def main(snakemake):
         d_tied, d_untied = hidden_sizes(c["pair"], next(models), next(models))
         comparisons.append({**c, "d_tied": d_tied, "d_untied": d_untied})
     skipped = [{**c, "d_tied": None, "d_untied": None} for c in p.skipped]
-    table = survey_table(read_frames(snakemake.input.alignment), read_frames(snakemake.input.knn), comparisons, skipped)
+    alignment = read_frames(snakemake.input.alignment, map="linear", scored="held_out")  # all the survey reads
+    table = survey_table(alignment, read_frames(snakemake.input.knn), comparisons, skipped)
     write_survey(table, snakemake.output.csv, snakemake.output.md, p.approximate)
 
 
