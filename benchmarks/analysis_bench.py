@@ -24,6 +24,8 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
+import train_bench
+
 from tying.alignment import alignment_frame
 from tying.embeddings import load_embeddings
 from tying.knn_overlap import knn_frame
@@ -35,17 +37,9 @@ def rss_gb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
 
 
-def gemm_peak(n=2048, repeats=10):
-    """fp32 GEMM GFLOP/s of an n x n matmul, best of `repeats`."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    out = torch.empty(n, n)
-    torch.mm(a, b, out=out)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        torch.mm(a, b, out=out)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best / 1e9
+def gemm_peak():
+    """fp32 GEMM GFLOP/s (by wall time) on the threads the analyses use."""
+    return train_bench.gemm_peak(torch.get_num_threads())[0]
 
 
 def synthetic_matrices(vocab, dim, seed=0):
