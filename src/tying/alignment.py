@@ -194,8 +194,10 @@ def alignment_cosines(pairs, maps=MAPS, held_out=0.0, null=False, seed=SPLIT_SEE
             for c, (s, t) in pairs.items() for target in (("true", "permuted") if null else ("true",))}
     needed = set()
     for i, j in jobs.values():
-        needed |= {(i, j)} if set(maps) & {"orthogonal", "linear"} else set()
-        needed |= {(i, i)} if "linear" in maps else set()
+        if "orthogonal" in maps or "linear" in maps:
+            needed.add((i, j))
+        if "linear" in maps:
+            needed.add((i, i))
     mean = [means[id(x.matrix)] for x in views]
     bounds = {"fit": (0, n_fit), "test": (n_fit, v)} if n_fit < v else {"fit": (0, v)}
     parts = _moments(views, mean, sorted(needed), bounds, chunk)
