@@ -79,7 +79,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, seed=0):
     backward pass per state keeps only one state's logits in memory at a time.
     Returns the lens on the model's device, in eval mode.
     """
-    from tying.unembed import readout, residual_states  # here: the claims job imports this module, not transformers
+    from tying.unembed import readout, residual_states  # here: importing tying.lens stays free of transformers
     n_blocks, device = model.config.num_hidden_layers, model.device
     lens = TunedLens(n_blocks, model.config.hidden_size).to(device)
     opt = torch.optim.Adam(lens.parameters(), lr=lr)
