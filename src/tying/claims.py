@@ -344,7 +344,8 @@ def _mean(values):
 
 
 def _mean_text(values):
-    return "" if values is None or values.dropna().empty else f"{values.mean():.3f}"
+    mean = _mean(values)
+    return "" if math.isnan(mean) else f"{mean:.3f}"
 
 
 def _single(gap, frame, *args):
