@@ -24,7 +24,7 @@ from tying.embeddings import LAYOUTS, load_embeddings
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.stats import format_cell, token_bootstrap_ci
-from tying.tables import markdown
+from tying.tables import markdown, tokens_text
 
 CONTROLS = {"input": "control: input", "output": "control: output"}
 PAIR_KIND = "tied vs untied"
@@ -147,9 +147,8 @@ def _display(c):
 
 
 def _display_numbers(n):
-    tokens = f"{n['n_tokens']:,}" + (" shared strings" if n["cross_tokenizer"] else "")
     return {
-        "tokens": tokens,
+        "tokens": tokens_text(n["n_tokens"], n["cross_tokenizer"]),
         "Output(U)->Tied": f"{n['out_tied']:.3f} (chance {n['out_tied_chance']:.3f})",
         "Input(U)->Tied": f"{n['in_tied']:.3f} (chance {n['in_tied_chance']:.3f})",
         "gap [token bootstrap 95%]": format_cell(n["gap_mean"], n["gap_ci_low"], n["gap_ci_high"]),

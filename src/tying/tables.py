@@ -246,10 +246,15 @@ def _with_tokens(table, metric):
         return table
     cross = metric["cross_tokenizer"] if "cross_tokenizer" in metric.columns else pd.Series(False, metric.index)
     per_pair = metric.assign(cross=cross).groupby("pair").agg(n=("n_tokens", "max"), cross=("cross", "any"))
-    text = {pair: f"{row.n:,}" + (" shared strings" if row.cross else "") for pair, row in per_pair.iterrows()}
+    text = {pair: tokens_text(row.n, row.cross) for pair, row in per_pair.iterrows()}
     tokens = table["pair"].map(text)
     at = list(table.columns).index("interval")
     return pd.concat([table.iloc[:, :at], tokens.rename("tokens"), table.iloc[:, at:]], axis=1)
+
+
+def tokens_text(n_tokens, cross_tokenizer):
+    """How many tokens a comparison used, e.g. '1,000' or '300 shared strings' (two tokenizers)."""
+    return f"{n_tokens:,}" + (" shared strings" if cross_tokenizer else "")
 
 
 def _paper_text(value):
