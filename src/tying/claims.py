@@ -261,8 +261,7 @@ def claims_table(statistics, paper_scale=None, one_pair=False):
 
     one_pair: the statistics come from one released pair of models (no seeds): claims with
     per-token values get a token-bootstrap interval. paper_scale: {claim id: value} from
-    paper-scale runs; adds columns paper_scale (text), paper_scale_mean and paper_scale_differs
-    (|paper-scale - paper| > the claim's tolerance; NA without one).
+    paper-scale runs, added as with_paper_scale does.
     """
     unknown = set(statistics) - set(CLAIMS)
     if unknown:
