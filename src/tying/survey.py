@@ -163,7 +163,7 @@ def _facts(c):
 
 
 def _billions(count):
-    return "n/a" if count is None or math.isnan(count) else f"{count:g}B"
+    return "n/a" if math.isnan(count) else f"{count:g}B"
 
 
 def _only(frame, pair, metric):
