@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tying.alignment import (
+    MAPS,
     alignment_cosines,
     alignment_frame,
     least_squares,
@@ -59,6 +60,14 @@ def test_procrustes_matches_the_svd_solution_on_ill_conditioned_cross_products(c
     w = procrustes(a)
     assert (w - u @ v.T).abs().max() < 1e-6
     assert (w.T @ w - torch.eye(64, dtype=torch.float64)).abs().max() <= 1e-6
+
+
+def test_held_out_identity_scores_do_not_depend_on_the_other_maps_asked_for():
+    s, t = matrix(200, 8, 6), matrix(200, 8, 7, shift=1.0)
+    alone, _ = alignment_cosines({"c": (s, t)}, maps=("identity",), held_out=0.2)
+    together, _ = alignment_cosines({"c": (s, t)}, maps=MAPS, held_out=0.2)
+    for scored in ("in_sample", "held_out"):
+        torch.testing.assert_close(alone["c", scored, "true"]["identity"], together["c", scored, "true"]["identity"])
 
 
 def test_linear_map_across_widths_recovers_a_random_linear_image():

@@ -76,7 +76,7 @@ def _moments(views, means, pairs, bounds, chunk):
     views: _Rows; means: their (d,) float64 column means over all rows; pairs: (i, j) index
     pairs; bounds: {part: (start, stop)}. Returns {part: (sums {i: (d_i,)}, products {(i, j): (d_i, d_j)})}.
     """
-    used = sorted({k for pair in pairs for k in pair})
+    used = range(len(views))  # every view: held-out scores centre on its fit-row mean, moments or not
     out = {}
     for part, (lo, hi) in bounds.items():
         sums = {k: torch.zeros(views[k].matrix.shape[1], dtype=torch.float64) for k in used}
