@@ -76,8 +76,8 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
     input one dropped as transformers does.
     fs: the fsspec file system to read through (default: HfFileSystem; offline, the local
     file system over the hub cache). Writes and returns the record `dest/source.json`:
-    {repo_id, revision, commit, embeddings_only, bytes_read}, plus `converted_from` (the .bin
-    file, or list of shards, read) for a converted checkpoint.
+    {repo_id, revision, commit, embeddings_only, bytes_read, weights (tying.checkpoint_files)},
+    plus `converted_from` (the .bin file, or list of shards, read) for a converted checkpoint.
     """
     offline = constants.is_offline_mode()
     with hub_errors(f"cannot fetch {repo_id}@{revision}", offline), ExitStack() as stack:
