@@ -5,6 +5,7 @@ dataset streamed up to a token budget (offline: from the hub cache), or local te
 Parquet files.
 """
 import ast
+import gc
 import json
 import sysconfig
 import zlib
@@ -56,13 +57,15 @@ def hf_documents(path, name=None, split="train", revision=None, text_field="text
     same order, so the documents and their ids (hence the split) do not depend on the network.
     """
     where = f"{path}{'/' + name if name else ''} [{split}]"
+    rows = None
     try:
         seen, (index, count) = 0, shard
-        rows = hf_rows(path, name, split, revision)
+        dataset = hf_rows(path, name, split, revision)
         if count > 1:
-            if rows.num_shards < count:
-                raise PipelineError(f"dataset {where} has {rows.num_shards} data files, fewer than corpus.shards ({count})")
-            rows = rows.shard(count, index)
+            if dataset.num_shards < count:
+                raise PipelineError(f"dataset {where} has {dataset.num_shards} data files, fewer than corpus.shards ({count})")
+            dataset = dataset.shard(count, index)
+        rows = iter(dataset)
         for i, row in enumerate(rows):
             if text_field not in row:
                 raise PipelineError(f"dataset {where} has no field {text_field!r} (corpus.text_field)")
@@ -76,6 +79,10 @@ def hf_documents(path, name=None, split="train", revision=None, text_field="text
         raise
     except Exception as err:  # datasets raises many types for offline / missing datasets
         raise PipelineError(f"cannot stream dataset {where}: {type(err).__name__}: {_first_line(err)}") from err
+    finally:
+        if rows is not None:  # drop the stream and collect its Arrow scanner now: left to the interpreter's
+            del rows, dataset  # shutdown, its threads abort the process now and then (apache/arrow#45214)
+            gc.collect()
 
 
 def hf_rows(path, name, split, revision):
