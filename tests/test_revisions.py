@@ -1,6 +1,10 @@
-"""Step branches listed from the hub (list_repo_refs mocked) and written into a config's evolution."""
+"""Step branches listed from the hub (list_repo_refs mocked) and written into a config's evolution; a config's
+references pinned to commits (model_info and dataset_info mocked)."""
+import datetime
+import hashlib
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -8,7 +12,7 @@ from huggingface_hub import GitRefInfo, GitRefs, HfApi
 from huggingface_hub.errors import OfflineModeIsEnabled
 
 from tying.errors import PipelineError
-from tying.revisions import main, set_evolution, step_branches
+from tying.revisions import main, pin_config, set_evolution, step_branches, unpinned_references
 
 PAPER_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "paper.yaml"
 OLMO_BRANCHES = ["main", "step0-tokens0B", "step2000-tokens4B", "step30000-tokens62B", "step31000-tokens64B",
@@ -86,3 +90,100 @@ def test_a_missing_pair_is_one_line_and_leaves_the_config_alone(tmp_path):
     with pytest.raises(PipelineError, match=r"^pairs\.nope is missing or not a mapping$"):
         set_evolution(config, "nope", {0: "step0"})
     assert config.read_text() == PAPER_CONFIG.read_text()
+
+
+PIN_CONFIG = """\
+# A config to pin: comments on their own lines and beside references stay.
+corpus:
+  source: hf
+  path: Salesforce/wikitext   # the lens text
+  name: wikitext-103-raw-v1
+pairs:
+  main:
+    tied: {hub: org/tied, revision: main}   # a tied model
+    untied: {hub: org/untied}
+  family:
+    tied:
+      hub: org/other
+      revision: v1.0
+    untied: {hub: org/untied, revision: %s}   # pinned already
+  trained:
+    tied: {arch: olmo, variant: tied}
+    untied: {arch: olmo, variant: untied}
+""" % ("a" * 40)
+
+
+def fake_commit(repo_id, revision):
+    return hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
+
+
+@pytest.fixture
+def hub_commits(monkeypatch):
+    """Make HfApi.model_info and dataset_info answer with fake_commit; returns the (kind, repo, revision) asked."""
+    asked = []
+
+    def info(kind):
+        def answer(self, repo_id, revision=None, **kwargs):
+            asked.append((kind, repo_id, revision))
+            return SimpleNamespace(sha=fake_commit(repo_id, revision))
+        return answer
+    monkeypatch.setattr(HfApi, "model_info", info("model"))
+    monkeypatch.setattr(HfApi, "dataset_info", info("dataset"))
+    return asked
+
+
+def test_pin_rewrites_every_branch_reference_as_its_commit_and_keeps_the_comments(hub_commits, tmp_path, capsys):
+    config = tmp_path / "config.yaml"
+    config.write_text(PIN_CONFIG)
+    main(["pin", str(config)])
+
+    after, today = yaml.safe_load(config.read_text()), datetime.date.today().isoformat()
+    assert after["corpus"]["revision"] == fake_commit("Salesforce/wikitext", "main")
+    assert after["pairs"]["main"] == {"tied": {"hub": "org/tied", "revision": fake_commit("org/tied", "main")},
+                                      "untied": {"hub": "org/untied", "revision": fake_commit("org/untied", "main")}}
+    assert after["pairs"]["family"]["tied"] == {"hub": "org/other", "revision": fake_commit("org/other", "v1.0")}
+    assert after["pairs"]["family"]["untied"]["revision"] == "a" * 40
+    assert after["pairs"]["trained"] == yaml.safe_load(PIN_CONFIG)["pairs"]["trained"]
+    assert sorted(hub_commits) == [("dataset", "Salesforce/wikitext", "main"), ("model", "org/other", "v1.0"),
+                                   ("model", "org/tied", "main"), ("model", "org/untied", "main")]
+    lines = config.read_text().splitlines()
+    assert f"    tied: {{hub: org/tied, revision: {fake_commit('org/tied', 'main')}}}   # a tied model; " \
+           f"pinned from main on {today}" in lines
+    assert f"  revision: {fake_commit('Salesforce/wikitext', 'main')}  # pinned from main on {today}" in lines
+    assert f"      revision: {fake_commit('org/other', 'v1.0')}  # pinned from v1.0 on {today}" in lines
+    comments = [line.split("#")[1] for line in PIN_CONFIG.splitlines() if "#" in line]
+    assert len(comments) == 4 and all(any(c in line for line in lines) for c in comments)
+    assert "pairs.main.tied: org/tied@main -> " + fake_commit("org/tied", "main") in capsys.readouterr().out
+
+    pinned = config.read_text()
+    hub_commits.clear()
+    main(["pin", str(config)])
+    assert config.read_text() == pinned and hub_commits == []
+    assert capsys.readouterr().out.endswith(": 0 reference(s) pinned\n")
+
+
+def test_pin_of_one_pair_leaves_the_other_references_alone(hub_commits, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(PIN_CONFIG)
+    pins = pin_config(config, "family")
+    assert pins == [("pairs.family.tied", "org/other", "v1.0", fake_commit("org/other", "v1.0"))]
+    assert unpinned_references(yaml.safe_load(config.read_text())) == [
+        "pairs.main.tied: org/tied@main", "pairs.main.untied: org/untied@main", "corpus: Salesforce/wikitext@main"]
+
+
+def test_pin_without_the_hub_is_one_line_and_leaves_the_config_alone(monkeypatch, tmp_path):
+    def offline(self, repo_id, **kwargs):
+        raise OfflineModeIsEnabled("offline")
+    monkeypatch.setattr(HfApi, "model_info", offline)
+    config = tmp_path / "config.yaml"
+    config.write_text(PIN_CONFIG)
+    with pytest.raises(SystemExit, match=r"^error: cannot resolve org/tied@main: hub unreachable \(offline\?\)$"):
+        main(["pin", str(config), "--pair", "main"])
+    assert config.read_text() == PIN_CONFIG
+
+
+def test_unpinned_references_name_each_branch_reference_and_the_default_config_has_none():
+    assert unpinned_references(yaml.safe_load(PIN_CONFIG)) == [
+        "pairs.main.tied: org/tied@main", "pairs.main.untied: org/untied@main",
+        "pairs.family.tied: org/other@v1.0", "corpus: Salesforce/wikitext@main"]
+    assert unpinned_references(yaml.safe_load((PAPER_CONFIG.parents[1] / "config.yaml").read_text())) == []

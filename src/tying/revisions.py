@@ -1,15 +1,22 @@
-"""A repository's training-step branches, as the hub lists them, written into a config's `evolution`.
+"""A repository's training-step branches, as the hub lists them, written into a config's `evolution`;
+and a config's hub references pinned to the commits their branches point to.
 
 Branch names are read, never derived: OLMo's `step{N}-tokens{M}B` rounds M in ways no one formula
 reproduces (OLMo-1B-0724 has step31000-tokens64B), Pythia's are `step{N}`.
 
     python -m tying.revisions allenai/OLMo-1B-0724-hf --steps 0 2000 4000
     python -m tying.revisions allenai/OLMo-1B-0724-hf --steps 0 2000 --config configs/paper.yaml --pair main
+    python -m tying.revisions pin configs/paper.yaml [--pair main]
 
 The first prints the `evolution` mapping; the second rewrites that pair's `evolution` in the config
-in place (its other lines, comments included, stay as they are).
+in place (its other lines, comments included, stay as they are). The third rewrites, in place, every
+hub reference of the config (each pair's tied and untied model, an `hf` corpus; with --pair, that
+pair's) whose revision is a branch or tag, or absent (main), as the commit the hub says it points to,
+noting the branch and the date in a comment on its line.
 """
 import argparse
+import datetime
+import functools
 import json
 import re
 import sys
@@ -23,6 +30,8 @@ from tying.hub import hub_errors
 from tying.io import atomic_path
 
 STEP_BRANCH = re.compile(r"step(\d+)(?:-.*)?")
+COMMIT = re.compile(r"[0-9a-f]{40}")
+PIN_COMMAND = "python -m tying.revisions pin CONFIG"
 
 
 def step_branches(repo_id, steps=None):
@@ -75,6 +84,80 @@ def set_evolution(config_path, pair, branches):
         tmp.write_text(text)
 
 
+def hub_references(config):
+    """[(where, repo id, repo type, revision)] of the config's hub references: each pair's tied and
+    untied hub model ("pairs.PAIR.ROLE") and an `hf` corpus ("corpus"); a missing revision is main."""
+    refs = [(f"pairs.{pair}.{role}", ref["hub"], "model", ref.get("revision") or "main")
+            for pair, roles in config.get("pairs", {}).items() for role, ref in roles.items()
+            if role in ("tied", "untied") and "hub" in ref]
+    corpus = config.get("corpus", {})
+    if corpus.get("source") == "hf":
+        refs.append(("corpus", corpus["path"], "dataset", corpus.get("revision") or "main"))
+    return refs
+
+
+def unpinned_references(config):
+    """["where: repo@revision"] of the config's hub references whose revision is not a 40-character commit."""
+    return [f"{where}: {repo}@{rev}" for where, repo, _, rev in hub_references(config) if not COMMIT.fullmatch(rev)]
+
+
+def hub_commit(repo_id, repo_type, revision):
+    """The commit `revision` of the hub repository points to now, asked of the hub (no cache fallback)."""
+    api = HfApi()
+    info = api.dataset_info if repo_type == "dataset" else api.model_info
+    with hub_errors(f"cannot resolve {repo_id}@{revision}", constants.is_offline_mode()):
+        return info(repo_id, revision=revision).sha
+
+
+def pin_config(config_path, pair=None):
+    """Rewrite every unpinned hub reference of the YAML config at `config_path` (only `pair`'s with a
+    pair) as the commit its revision points to, in place, each line's comment kept and noting the branch;
+    returns [(where, repo, branch, commit)]. Run again, it finds nothing to pin."""
+    text = Path(config_path).read_text()
+    config = yaml.safe_load(text)
+    if pair is not None and pair not in config.get("pairs", {}):
+        raise PipelineError(f"{config_path}: no pair {pair!r}")
+    resolve = functools.cache(hub_commit)  # a model several pairs share is asked for once
+    pins = [(where, repo, rev, resolve(repo, kind, rev)) for where, repo, kind, rev in hub_references(config)
+            if not COMMIT.fullmatch(rev) and (pair is None or where.startswith(f"pairs.{pair}."))]
+    note = f"pinned from {{}} on {datetime.date.today().isoformat()}"
+    for where, _, branch, commit in pins:
+        text = _set_revision(text, where.split("."), commit, note.format(branch))
+    pinned = {where: rev for where, _, _, rev in hub_references(yaml.safe_load(text))}
+    if any(pinned[where] != commit for where, _, _, commit in pins):
+        raise PipelineError(f"{config_path}: could not rewrite its revisions in place")
+    if pins:
+        with atomic_path(config_path) as tmp:
+            tmp.write_text(text)
+    return pins
+
+
+def _set_revision(text, keys, commit, note):
+    """`text` with the revision of the mapping at `keys` set to `commit` (the key added when absent) and
+    `note` ending the comment of the line it is on."""
+    node = yaml.compose(text)
+    for key in keys:
+        node = _mapping(node, ".".join(keys))[key][1]
+    entries = _mapping(node, ".".join(keys))
+    if "revision" in entries:
+        value = entries["revision"][1]
+        at, end, new = value.start_mark.index, value.end_mark.index, commit
+    elif node.flow_style:  # {hub: ...}: before the closing brace
+        at = end = len(text[:node.end_mark.index - 1].rstrip())
+        new = f", revision: {commit}"
+    else:  # a block mapping: a line of its own after its last entry
+        at = end = _line_end(text, _end(node))
+        new = f"\n{' ' * node.value[0][0].start_mark.column}revision: {commit}"
+    text = text[:at] + new + text[end:]
+    line_end = _line_end(text, at + len(new))
+    return text[:line_end] + ("; " if "#" in text[at:line_end] else "  # ") + note + text[line_end:]
+
+
+def _line_end(text, index):
+    end = text.find("\n", index)
+    return len(text) if end < 0 else end
+
+
 def _mapping(node, where):
     """{key: (key node, value node)} of a YAML mapping node."""
     if not isinstance(node, yaml.MappingNode):
@@ -94,7 +177,25 @@ def _scalar(name):
     return name if yaml.safe_load(name) == name else json.dumps(name)
 
 
+def pin_main(argv):
+    """`pin CONFIG [--pair NAME]`: pin the config's references in place and print each pin."""
+    parser = argparse.ArgumentParser(prog="python -m tying.revisions pin", description=pin_config.__doc__)
+    parser.add_argument("config")
+    parser.add_argument("--pair", help="pin only this pair's tied and untied models")
+    args = parser.parse_args(argv)
+    try:
+        pins = pin_config(args.config, args.pair)
+    except PipelineError as error:
+        sys.exit(f"error: {error}")
+    for where, repo, branch, commit in pins:
+        print(f"{where}: {repo}@{branch} -> {commit}")
+    print(f"{args.config}: {len(pins)} reference(s) pinned")
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pin"]:
+        return pin_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m tying.revisions", description=__doc__.split("\n\n")[0])
     parser.add_argument("repo_id")
     parser.add_argument("--steps", type=int, nargs="+", help="training steps (default: every step branch)")
