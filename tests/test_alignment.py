@@ -70,6 +70,43 @@ def test_held_out_identity_scores_do_not_depend_on_the_other_maps_asked_for():
         torch.testing.assert_close(alone["c", scored, "true"]["identity"], together["c", scored, "true"]["identity"])
 
 
+def test_uncentred_identity_is_the_raw_cosine_and_the_centred_one_is_not():
+    # A shared offset of every row makes raw cosines high whatever the rows' directions.
+    s, t = matrix(300, 8, 16, shift=3.0), matrix(300, 8, 17, shift=3.0)
+    cos, ids = alignment_cosines({"c": (s, t)}, maps=("identity", "identity_uncentred"), held_out=0.2)
+    raw = torch.nn.functional.cosine_similarity(s, t, dim=1)
+    torch.testing.assert_close(cos["c", "in_sample", "true"]["identity_uncentred"], raw)
+    torch.testing.assert_close(cos["c", "held_out", "true"]["identity_uncentred"], raw[ids["held_out"]])
+    assert raw.mean().item() > 0.8
+    assert abs(cos["c", "in_sample", "true"]["identity"].mean().item()) < 0.1
+
+
+def test_held_out_rows_are_centred_on_the_fit_rows_means():
+    # Held-out rows sit at another mean than the fit rows: centring them on all rows' means (the fit
+    # leaking the held-out rows) would change every held-out score. Reference: numpy-free direct fit.
+    v, d, held_out = 400, 6, 0.25
+    s, t = matrix(v, d, 20), matrix(v, d, 21)
+    t = t + 0.5 * s @ rotation(d, 22).float()
+    order = torch.randperm(v, generator=torch.Generator().manual_seed(0))
+    test_rows = order[v - round(held_out * v):]
+    s[test_rows] += 2.0
+    t[test_rows] -= 1.5
+    cos, ids = alignment_cosines({"c": (s, t)}, maps=("identity", "orthogonal", "linear"), held_out=held_out)
+    fit_rows = order[: v - round(held_out * v)]
+    s64, t64 = s.double(), t.double()
+    for centre_rows, should_match in ((fit_rows, True), (torch.arange(v), False)):
+        ms, mt = s64[centre_rows].mean(0), t64[centre_rows].mean(0)
+        sf, tf = s64[fit_rows] - s64[fit_rows].mean(0), t64[fit_rows] - t64[fit_rows].mean(0)
+        u, _, vh = torch.linalg.svd(tf.T @ sf)
+        maps = {"identity": torch.eye(d, dtype=torch.float64), "orthogonal": (u @ vh).T,
+                "linear": torch.linalg.lstsq(sf, tf).solution}
+        sh, th = s64[ids["held_out"]] - ms, t64[ids["held_out"]] - mt
+        for name, m in maps.items():
+            expected = torch.nn.functional.cosine_similarity(sh @ m, th, dim=1).float()
+            got = cos["c", "held_out", "true"][name]
+            assert torch.allclose(got, expected, atol=1e-4) == should_match, name
+
+
 def test_linear_map_across_widths_recovers_a_random_linear_image():
     s = matrix(500, 16, 3)
     t = s @ torch.randn(16, 40, generator=torch.Generator().manual_seed(4))
@@ -143,7 +180,7 @@ def test_alignment_frame_rows_and_values():
     frame = alignment_frame(untied, tied)
     assert list(frame.columns) == ["comparison", "map", "scored", "target", "token_id", "cosine", "n_tokens",
                                    "cross_tokenizer"]
-    assert len(frame) == 3 * 3 * 2 * (400 + 80)
+    assert len(frame) == 3 * 4 * 2 * (400 + 80)
     assert (frame["n_tokens"] == 400).all() and not frame["cross_tokenizer"].any()
     true = frame[frame["target"] == "true"]
     means = true.groupby(["scored", "comparison", "map"])["cosine"].mean()
@@ -178,7 +215,7 @@ def test_alignment_frame_across_widths_keeps_linear_only_where_widths_differ():
     frame = alignment_frame(untied, tied_other)
     maps = frame.groupby("comparison")["map"].unique().map(set)
     assert maps["output_u->tied"] == maps["input_u->tied"] == {"linear"}
-    assert maps["input_u->output_u"] == {"identity", "orthogonal", "linear"}
+    assert maps["input_u->output_u"] == set(MAPS)
     assert sorted(frame["token_id"].unique().tolist()) == list(range(100, 400))
     assert (frame["n_tokens"] == 300).all() and frame["cross_tokenizer"].all()
     means = frame[frame["target"] == "true"].groupby(["scored", "comparison"])["cosine"].mean()

@@ -66,7 +66,7 @@ def _alignment():
     for step in (10, 20):
         for seed in (0, 1):
             for c, comparison in enumerate(tables.ALIGNMENT_COMPARISONS):
-                for m, map_ in enumerate(tables.MAPS):
+                for m, map_ in enumerate(("identity", "orthogonal", "linear", "identity_uncentred")):
                     for (scored, target), shift in FIT_OFFSET.items():
                         base = 0.1 * c + 0.01 * m + 0.1 * seed + (0 if step == 20 else 5) + shift
                         for token, offset in enumerate((-0.05, 0.05)):
@@ -91,6 +91,12 @@ def test_table1_cells_chance_held_out_and_paper_numbers():
     assert row["in-sample (paper)"] == "0.525"
     assert row["tokens"] == "100"
     assert table.loc[("Output(U) -> Tied", "orthogonal"), "in-sample (paper)"] == "0.669"
+    # The paper's identity column is its authors' raw cosine: it sits beside the uncentred identity only.
+    uncentred, centred = "identity, uncentred (paper's convention)", "identity, centred"
+    assert table.loc[("Output(U) -> Tied", uncentred), "in-sample (paper)"] == "0.014"
+    assert table.loc[("Output(U) -> Tied", centred), "in-sample (paper)"] == ""
+    assert table.loc[("Output(U) -> Tied", centred), "in_sample_mean"] == pytest.approx(0.1)
+    assert list(table.loc["Output(U) -> Tied"].index) == [uncentred, centred, "orthogonal", "linear"]
     assert list(table.index.get_level_values(0).unique()) == list(tables.ALIGNMENT_COMPARISONS.values())
     assert (table["n_seeds"] == 2).all()
 
@@ -130,7 +136,7 @@ def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
     assert lines[-1].endswith("| 0.525 | 0.070 [" + f"{0.07 - HALF_TWO_SEEDS:.3f}, {0.07 + HALF_TWO_SEEDS:.3f}] | "
                               + f"0.170 [{0.17 - HALF_TWO_SEEDS:.3f}, {0.17 + HALF_TWO_SEEDS:.3f}] | "
                               + f"-0.030 [{-0.03 - HALF_TWO_SEEDS:.3f}, {-0.03 + HALF_TWO_SEEDS:.3f}] | 100 | Student-t 95%, 2 seeds | 2 |")
-    assert len(lines) == 2 + 9
+    assert len(lines) == 2 + 12
     csv = pd.read_csv(tmp_path / "t1.csv")
     assert csv["in_sample_ci_high"].iloc[-1] == pytest.approx(0.27 + HALF_TWO_SEEDS)
 

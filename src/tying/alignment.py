@@ -5,6 +5,8 @@ to the target T (V, d_t) is fitted and the per-token cosine between mapped S row
 T row i is reported:
 
 - identity: no map (d_s = d_t);
+- identity_uncentred: no map and no centring, the raw cosine (d_s = d_t): the paper's identity
+  column (its authors' `compare_cross_model` centres only before the fitted maps);
 - orthogonal: Procrustes, W = U V^T from the SVD of T^T S = U diag V^T, mapped = S W^T (d_s = d_t);
 - linear: least squares M = argmin ||S M - T||_F, mapped = S M (any widths).
 
@@ -25,7 +27,8 @@ import torch
 from tying.embeddings import compared_rows
 from tying.errors import PipelineError
 
-MAPS = ("identity", "orthogonal", "linear")
+MAPS = ("identity", "identity_uncentred", "orthogonal", "linear")
+UNFITTED = ("identity", "identity_uncentred")
 # (name, source, target) over the matrices of an (untied, tied) pair.
 COMPARISONS = (
     ("input_u->output_u", "input_u", "output_u"),
@@ -126,8 +129,9 @@ def least_squares(gram_s, cross_st):
 def mapped_cosines(source, target, maps, mean_s, mean_t, start, stop, chunk=CHUNK):
     """Per-token cosines of centred source rows under each map vs centred target rows.
 
-    source, target: _Rows read over rows [start, stop); maps: {name: None (identity) or
-    (d_s, d_t) matrix applied as S @ matrix}; mean_s, mean_t: the column means to centre with.
+    source, target: _Rows read over rows [start, stop); maps: {name: None (identity, or
+    identity_uncentred on the raw rows) or (d_s, d_t) matrix applied as S @ matrix}; mean_s, mean_t:
+    the column means to centre with.
     Returns {name: (stop - start,) float32}. The fitted maps are applied as one stacked
     (d_s, n * d_t) product per row chunk.
     """
@@ -136,19 +140,20 @@ def mapped_cosines(source, target, maps, mean_s, mean_t, start, stop, chunk=CHUN
     out = {name: [] for name in maps}
     for lo in range(start, stop, chunk):
         hi = min(lo + chunk, stop)
-        s = source.chunk(lo, hi) - mean_s.float()
-        t = target.chunk(lo, hi) - mean_t.float()
+        s_raw, t_raw = source.chunk(lo, hi), target.chunk(lo, hi)
+        s, t = s_raw - mean_s.float(), t_raw - mean_t.float()
         mapped = dict(zip(fitted, (s @ stacked).split(t.shape[1], dim=1))) if fitted else {}
         for name in maps:
-            out[name].append(row_cosines(mapped.get(name, s), t))
+            out[name].append(row_cosines(s_raw, t_raw) if name == "identity_uncentred"
+                             else row_cosines(mapped.get(name, s), t))
     return {name: torch.cat(parts) for name, parts in out.items()}
 
 
 def _fit(maps, cross, gram):
-    """{map: None (identity) or (d_s, d_t) matrix} from the centred S^T T (`cross`) and S^T S (`gram`)."""
+    """{map: None (unfitted) or (d_s, d_t) matrix} from the centred S^T T (`cross`) and S^T S (`gram`)."""
     fitted = {}
     for name in maps:
-        if name == "identity":
+        if name in UNFITTED:
             fitted[name] = None
         elif name == "orthogonal":
             fitted[name] = procrustes(cross.T).T
@@ -161,8 +166,8 @@ def alignment_cosines(pairs, maps=MAPS, held_out=0.0, null=False, seed=SPLIT_SEE
     """Per-token cosines of several (source, target) comparisons, sharing matrix moments.
 
     pairs: {comparison: (source (V, d_s), target (V, d_t))}; a matrix given by identity may
-    recur across comparisons and its moments are then computed once. identity and orthogonal
-    need d_s = d_t and raise PipelineError otherwise; linear works across widths.
+    recur across comparisons and its moments are then computed once. The unfitted maps and
+    orthogonal need d_s = d_t and raise PipelineError otherwise; linear works across widths.
     held_out > 0 adds scores of maps fitted on the other tokens (token_split); null adds the
     chance level, every comparison again with the target's rows permuted (seed + 1).
     Returns (cosines, ids): cosines {(comparison, scored, target): {map: (n,) float32}} with
@@ -175,7 +180,7 @@ def alignment_cosines(pairs, maps=MAPS, held_out=0.0, null=False, seed=SPLIT_SEE
     for source, target in pairs.values():
         if source.shape[0] != target.shape[0]:
             raise PipelineError(f"alignment needs the same token rows, got {source.shape[0]} and {target.shape[0]}")
-        if source.shape[1] != target.shape[1] and set(maps) & {"identity", "orthogonal"}:
+        if source.shape[1] != target.shape[1] and set(maps) - {"linear"}:
             raise PipelineError(f"identity/orthogonal maps need equal widths, got {source.shape[1]} and {target.shape[1]}")
     v = next(iter(pairs.values()))[0].shape[0]
     order, n_fit = token_split(v, held_out, seed)
