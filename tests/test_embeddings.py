@@ -191,3 +191,27 @@ def test_matrix_rows_keep_the_padding_rows_with_no_token(tmp_path):
     assert e.tied and e.input is e.output and e.input.shape == (16, 4)
     with pytest.raises(PipelineError, match="^rows must be one of tokenizer, matrix, got 'all'$"):
         load_embeddings(d, rows="all")
+
+
+def test_one_tokenizer_with_different_padded_row_counts_is_compared_by_id():
+    # Qwen2.5-0.5B stores 151,936 rows and Qwen2.5-7B 152,064 for one tokenizer of 151,665 ids (rows: matrix).
+    from tying.alignment import alignment_frame
+    from tying.embeddings import Embeddings
+    from tying.knn_overlap import knn_frame
+
+    def padded(rows, real, seed):
+        g = torch.Generator().manual_seed(seed)
+        return tuple(f"t{i}" for i in range(real)) + (None,) * (rows - real), torch.randn(rows, 2, generator=g)
+
+    tokens_a, a = padded(151_936, 151_665, 0)
+    tokens_b, b = padded(152_064, 151_665, 1)
+    small, large = Embeddings(a, a, True, tokens_a), Embeddings(b, b.flip(0)[:152_064], False, tokens_b)
+    s, t, ids = common_vocabulary(large, small)
+    assert torch.equal(ids, torch.arange(151_936)) and torch.equal(t.input, a) and torch.equal(s.input, b[:151_936])
+    frame = alignment_frame(large, small, maps=("linear",), held_out=0.0)
+    assert not frame["cross_tokenizer"].any() and (frame["n_tokens"] == 151_936).all()
+    (tokens_c, c), (tokens_d, d) = padded(350, 300, 2), padded(400, 300, 3)
+    knn = knn_frame(Embeddings(d, d.flip(0), False, tokens_d), Embeddings(c, c, True, tokens_c), ks=(5,))
+    assert not knn["cross_tokenizer"].any() and knn["token_id"].max() == 349
+    other = Embeddings(c, c, True, ("x",) + tokens_c[1:])  # one string differs: two tokenizers
+    assert knn_frame(Embeddings(d, d.flip(0), False, tokens_d), other, ks=(5,))["cross_tokenizer"].all()

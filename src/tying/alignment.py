@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from tying.embeddings import compared_rows
+from tying.embeddings import compared_rows, one_tokenizer
 from tying.errors import PipelineError
 
 MAPS = ("identity", "identity_uncentred", "orthogonal", "linear")
@@ -242,7 +242,7 @@ def alignment_frame(untied, tied, maps=MAPS, keep=None, held_out=HELD_OUT, seed=
     token_id is the untied model's id. A comparison across hidden sizes gets the linear map only.
     Returns columns comparison, map, scored, target, token_id, cosine, n_tokens, cross_tokenizer.
     """
-    cross_tokenizer = untied.tokens != tied.tokens
+    cross_tokenizer = not one_tokenizer(untied, tied)
     untied, tied, ids = compared_rows(untied, tied, keep)
     named = {"input_u": untied.input, "output_u": untied.output, "tied": tied.input}
     pairs = {c: (named[s], named[t]) for c, s, t in COMPARISONS}

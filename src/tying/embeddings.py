@@ -105,16 +105,34 @@ def shared_tokens(tokens_a, tokens_b):
     return idx[:, 0], idx[:, 1]
 
 
+def one_tokenizer(a, b):
+    """True when `a` and `b` give the same token strings to the same ids: one tokenizer, whatever
+    number of padded rows (token None, kept by rows "matrix") each matrix stores past it."""
+    return _tokenizer_part(a.tokens) == _tokenizer_part(b.tokens)
+
+
 def common_vocabulary(a, b):
     """`a` and `b` restricted to the token strings they share, rows aligned.
 
-    Returns (a', b', ids): ids (n,) are a's token ids of the rows; a and b come back
-    unchanged when their vocabularies are equal.
+    Returns (a', b', ids): ids (n,) are a's token ids of the rows. One tokenizer (one_tokenizer):
+    compared by id on the rows both store, unchanged when both store the same rows; two
+    tokenizers: on the strings both vocabularies hold.
     """
     if a.tokens == b.tokens:
         return a, b, torch.arange(len(a.tokens))
+    if one_tokenizer(a, b):
+        ids = torch.arange(min(len(a.tokens), len(b.tokens)))
+        return a.select(ids), b.select(ids), ids
     idx_a, idx_b = shared_tokens(a.tokens, b.tokens)
     return a.select(idx_a), b.select(idx_b), idx_a
+
+
+def _tokenizer_part(tokens):
+    """`tokens` without the trailing padded rows (None)."""
+    end = len(tokens)
+    while end and tokens[end - 1] is None:
+        end -= 1
+    return tokens[:end]
 
 
 def compared_rows(untied, tied, keep=None):

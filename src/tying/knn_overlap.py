@@ -14,7 +14,7 @@ import warnings
 import pandas as pd
 import torch
 
-from tying.embeddings import compared_rows
+from tying.embeddings import compared_rows, one_tokenizer
 from tying.errors import PipelineError
 
 # (name, A, B) over the matrices of an (untied, tied) pair.
@@ -122,7 +122,7 @@ def knn_frame(untied, tied, ks=(10,), approximate=False, keep=None, null_seed=1,
     overlap with B's rows permuted; chance is k / (n - 1).
     Returns columns comparison, k, token_id, overlap, null_overlap, chance, n_tokens, cross_tokenizer.
     """
-    cross_tokenizer = untied.tokens != tied.tokens
+    cross_tokenizer = not one_tokenizer(untied, tied)
     untied, tied, ids = compared_rows(untied, tied, keep)
     n, k_max = len(ids), max(ks)
     if n <= k_max:
