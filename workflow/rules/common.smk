@@ -6,6 +6,7 @@ from snakemake.utils import min_version
 
 from tying.config import check, model_dims, run_params, typed_overrides
 from tying.errors import PipelineError
+from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
 
@@ -14,6 +15,9 @@ try:
     check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
     sys.exit(f"config error: {err}")
+if unpinned_references(config):  # a branch moves: the same config would fetch other weights later
+    print(f"warning: hub references not pinned to a commit ({', '.join(unpinned_references(config))}); "
+          f"pin them: {PIN_COMMAND}", file=sys.stderr)
 
 SEEDS = config["seeds"]
 CHECKPOINT_STEPS = sorted(config["train"]["checkpoints"])
