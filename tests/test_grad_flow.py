@@ -29,7 +29,7 @@ def test_shares_rolling_means_and_first_steps():
     assert (frame["in_share"] + frame["out_share"]).tolist() == pytest.approx([1.0] * 40)
     row = frame.set_index("step").loc[3]  # g_out = 4, g_in = 1
     assert row["out_share"] == pytest.approx(0.8)
-    assert row["proxy_out_share"] == pytest.approx(4 / (3 + 4))  # the paper code's input side: proxy = 3
+    assert row["proxy_out_share"] == pytest.approx(3 / (3 + 3))  # rolling means: g_out 3 so far, proxy 3
     assert row["g_out_roll"] == pytest.approx((2 + 3 + 4) / 3)  # fewer than 20 steps so far
     # Steps 21..40 hold five full cycles of 2, 3, 4, 1: mean 2.5.
     assert frame.set_index("step").loc[40, "g_out_roll"] == pytest.approx(2.5)
@@ -48,3 +48,19 @@ def test_missing_columns_or_steps_are_errors():
         grad_flow_frame(provenance().drop(columns="g_out"), steps=10)
     with pytest.raises(PipelineError, match="no step"):
         grad_flow_frame(provenance(), steps=0)
+
+
+def test_proxy_share_is_the_authors_share_of_rolling_means():
+    # Norms falling 20x over the first steps: the share of rolling means is not the mean of per-step shares.
+    steps = 60
+    frame = pd.DataFrame({"step": range(1, steps + 1), "g_in": 1.0, "g_out": [4.0 * 0.95 ** s for s in range(steps)],
+                          "proxy": [20.0 * 0.9 ** s for s in range(steps)]})
+    ours = grad_flow_frame(frame, steps=30)["proxy_out_share"].mean()
+    # The authors' plot_gradient_provenance.py, its input side the proxy:
+    df = frame[frame["step"] <= 30]
+    emb = df["proxy"].rolling(window=20, min_periods=1).mean().values
+    out = df["g_out"].rolling(window=20, min_periods=1).mean().values
+    theirs = (100.0 * out / (emb + out + 1e-10)).mean() / 100
+    assert ours == pytest.approx(theirs, rel=1e-12)
+    per_step = (df["g_out"] / (df["proxy"] + df["g_out"])).mean()
+    assert abs(ours - per_step) > 0.05
