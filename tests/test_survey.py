@@ -1,4 +1,5 @@
 """The survey of released models, offline from a fake hub cache with planted structure and negative controls."""
+import csv
 import os
 
 import pandas as pd
@@ -70,6 +71,25 @@ def test_planted_structure_holds_and_the_input_control_does_not(survey_run):
     md = (survey_run / "results/tables/survey.md").read_text()
     assert "control: input" in md and "300 shared strings" in md and "bootstrap over tokens" in md
     assert (survey_run / "figures/survey.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_the_table_names_each_model_by_the_commit_fetched_and_writes_integers_as_integers(survey_run):
+    def commit(repo):  # what "main" points to in the fake cache
+        return (survey_run / "cache" / f"models--{repo.replace('/', '--')}" / "refs" / "main").read_text()
+    table = pd.read_csv(survey_run / "results/tables/survey.csv").set_index("comparison")
+    tied, sibling, untied = (commit(f"test-org/survey-{name}") for name in ("tied", "sibling", "untied"))
+    assert table.loc["planted", ["commit_tied", "commit_untied"]].tolist() == [tied, untied]
+    assert table.loc["control_input", "commit_tied"] == sibling  # the control's source model
+    assert pd.isna(table.loc["gated", "commit_tied"])
+    assert table.loc["planted", "tied"] == f"test-org/survey-tied@{tied[:7]}"
+    assert table.loc["control_input", "tied"] == f"test-org/survey-sibling@{sibling[:7]} (input matrix)"
+    assert table.loc["gated", "untied"] == "test-org/gated-untied@main"
+    assert f"| test-org/survey-untied@{untied[:7]} |" in (survey_run / "results/tables/survey.md").read_text()
+    with open(survey_run / "results/tables/survey.csv", newline="") as text:  # as written, before pandas reads it
+        rows = {row["comparison"]: row for row in csv.DictReader(text)}
+    assert [rows["planted"][c] for c in ("d_tied", "d_untied", "n_tokens", "n_held_out", "knn_k")] == [
+        "24", "16", "400", "80", "10"]
+    assert [rows["gated"][c] for c in ("d_tied", "n_tokens", "knn_k")] == ["", "", ""]
 
 
 def test_survey_fetches_embeddings_only_and_nothing_of_a_gated_comparison(survey_run):

@@ -22,12 +22,15 @@ from safetensors.torch import save_file
 from tying.claims import CLAIMS, alignment_gap, verdict
 from tying.embeddings import LAYOUTS, load_embeddings
 from tying.errors import PipelineError
+from tying.hub import SOURCE_RECORD
 from tying.io import atomic_path
+from tying.revisions import COMMIT
 from tying.stats import format_cell, token_bootstrap_ci
 from tying.tables import markdown, tokens_text
 
 CONTROLS = {"input": "control: input", "output": "control: output"}
 PAIR_KIND = "tied vs untied"
+INTEGER_COLUMNS = ["d_tied", "d_untied", "n_tokens", "n_held_out", "knn_k"]  # empty, not NaN, in a row not run
 MD_COLUMNS = ["comparison", "family", "kind", "tied", "untied", "d (tied / untied)", "params (tied / untied)",
               "tokens", "Output(U)->Tied", "Input(U)->Tied", "gap [token bootstrap 95%]",
               "KNN Tied vs Output(U)", "KNN Tied vs Input(U)", "verdict"]
@@ -37,7 +40,8 @@ NOTE = ("Alignment: linear map fitted on a seeded 80% of the tokens, scored on t
         "that pair's gap is known, not whether it generalises). Verdict: claim C1 (gap > 0) holds when the "
         "interval lies above 0. KNN@{k} ({mode}): mean overlap of the k nearest neighbours, chance k/(n-1) "
         "in parentheses. A control fills the tied role with a second untied model's input (the claim "
-        "should not hold) or output matrix.")
+        "should not hold) or output matrix. Models are named repo@commit: the first 7 characters of the "
+        "commit each was fetched at (its source.json).")
 
 
 def control_model(source_dir, matrix, dest):
@@ -60,6 +64,15 @@ def control_model(source_dir, matrix, dest):
         (tmp / "tokenizer.json").write_bytes((source_dir / "tokenizer.json").read_bytes())
         tensor = embeddings.input if matrix == "input" else embeddings.output
         save_file({LAYOUTS[0][0]: tensor.contiguous()}, tmp / "model.safetensors")
+
+
+def source_commit(hub_dir):
+    """The commit a hub fetch read, from its record `hub_dir`/source.json."""
+    path = Path(hub_dir) / SOURCE_RECORD
+    try:
+        return json.loads(path.read_text())["commit"]
+    except (OSError, ValueError, KeyError) as err:
+        raise PipelineError(f"{path}: no fetch record with the commit read ({type(err).__name__})") from None
 
 
 def hidden_sizes(comparison, tied_dir, untied_dir):
@@ -114,10 +127,12 @@ def survey_table(alignment, knn, comparisons, skipped=()):
     """One row per comparison: its models, sizes, family, kind, numbers (comparison_row) and verdict.
 
     alignment, knn: the metric frames of every comparison (column pair); comparisons: dicts with
-    pair, family, control (None, "input" or "output"), tied, untied (model names), d_tied, d_untied
-    (hidden sizes) and params_tied, params_untied (parameters in billions, NaN when unknown); skipped:
-    the same dicts for comparisons left out (gated models and no token), listed as not run.
-    Display columns (MD_COLUMNS) first, then the numbers.
+    pair, family, control (None, "input" or "output"), tied, untied (model names, repo@revision),
+    commit_tied, commit_untied (the commits fetched, source_commit), d_tied, d_untied (hidden sizes)
+    and params_tied, params_untied (parameters in billions, NaN when unknown); skipped: the same dicts
+    for comparisons left out (gated models and no token; commits and sizes None), listed as not run.
+    Display columns (MD_COLUMNS) first, then the numbers; a model's name shows the short commit its
+    numbers came from in place of its revision.
     """
     rows = []
     for c in comparisons:
@@ -127,7 +142,8 @@ def survey_table(alignment, knn, comparisons, skipped=()):
         rows.append({**_display(c), **_display_numbers(numbers), "verdict": verdict_text, **_facts(c), **numbers})
     for c in skipped:
         rows.append({**_display(c), "verdict": "not run: gated model and no HF token", **_facts(c)})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return table.astype({column: "Int64" for column in INTEGER_COLUMNS if column in table.columns})
 
 
 def write_survey(table, csv_path, md_path, approximate):
@@ -141,7 +157,7 @@ def write_survey(table, csv_path, md_path, approximate):
 
 def _display(c):
     return {"comparison": c["pair"], "family": c["family"], "kind": CONTROLS.get(c["control"], PAIR_KIND),
-            "tied": c["tied"], "untied": c["untied"],
+            "tied": _measured(c["tied"], c["commit_tied"]), "untied": _measured(c["untied"], c["commit_untied"]),
             "d (tied / untied)": f"{c['d_tied'] or 'n/a'} / {c['d_untied'] or 'n/a'}",
             "params (tied / untied)": f"{_billions(c['params_tied'])} / {_billions(c['params_untied'])}"}
 
@@ -157,8 +173,17 @@ def _display_numbers(n):
     }
 
 
+def _measured(name, commit):
+    """`name` (repo@revision, then any suffix) with the revision shown as the first 7 characters of the
+    commit fetched or, not fetched, of a 40-character revision."""
+    repo, _, rest = name.partition("@")
+    revision, space, suffix = rest.partition(" ")
+    shown = (commit or revision)[:7] if commit or COMMIT.fullmatch(revision) else revision
+    return f"{repo}@{shown}{space}{suffix}"
+
+
 def _facts(c):
-    facts = ("d_tied", "d_untied", "params_tied", "params_untied")
+    facts = ("commit_tied", "commit_untied", "d_tied", "d_untied", "params_tied", "params_untied")
     return {"control": c["control"] or "", **{key: c[key] for key in facts}}
 
 

@@ -1,9 +1,10 @@
 # The survey of released models (configs/survey.yaml): results/tables/survey.{csv,md} and
 # figures/survey.pdf over every comparison in `survey.comparisons`, negative controls included.
 # Each model is fetched once per revision by hub_embeddings (embeddings only); the metrics are
-# the alignment and knn rules'. A comparison with a gated model (`survey.gated`) runs only when
-# a Hugging Face token is available (HF_TOKEN or `huggingface-cli login`); otherwise it is listed
-# as not run and nothing of it is fetched.
+# the alignment and knn rules'. The table names each model by the commit its fetch read (its
+# source.json; a control's, its source model's). A comparison with a gated model (`survey.gated`)
+# runs only when a Hugging Face token is available (HF_TOKEN or `huggingface-cli login`); otherwise
+# it is listed as not run and nothing of it is fetched.
 
 if SURVEY.get("comparisons") and not survey_pairs()[0]:
     sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "
@@ -38,6 +39,7 @@ rule survey_table:
         alignment=lambda w: [f for p in survey_pairs()[0] for f in per_seed(rules.alignment.output[0], p)],
         knn=lambda w: [f for p in survey_pairs()[0] for f in per_seed(rules.knn.output[0], p)],
         models=lambda w: [d for p in survey_pairs()[0] for d in pair_models(p, 0).values()],
+        sources=lambda w: [model_dir(PAIRS[p][role], 0, 0) for p in survey_pairs()[0] for role in ("tied", "untied")],
     output:
         csv=report("results/tables/survey.csv", caption="../report/survey.rst", category="Survey"),
         md="results/tables/survey.md",
