@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from conftest import markov_tokens, word_tokenizer
+from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
 from tying.train import RunSpec, build, train, train_batch
 
@@ -93,6 +94,21 @@ def test_variants_of_a_seed_see_the_same_batches_and_differ_across_seeds(data):
     assert torch.equal(a[0], b[0]) and torch.equal(a[0][:, 1:], a[1][:, :-1])
     assert not torch.equal(a[0], train_batch(data[0], 7, 4, 4, 16)[0])
     assert not torch.equal(a[0], train_batch(data[0], 8, 3, 4, 16)[0])
+
+
+def test_each_epoch_reads_every_window_once_in_its_own_order():
+    ids = np.arange(1_005)  # 100 windows of 11 tokens at stride 10; the last 4 tokens are never read
+    firsts = torch.cat([train_batch(ids, step, 0, 3, 10)[0][:, 0] for step in range(1, 101)]).numpy()
+    epochs = firsts.reshape(3, 100)  # 100 steps of 3 windows: three epochs, steps 34 and 67 straddle two
+    for epoch in epochs:
+        assert sorted(epoch) == list(range(0, 1_000, 10))
+    assert not np.array_equal(epochs[0], epochs[1]) and not np.array_equal(epochs[1], epochs[2])
+    x, y = train_batch(ids, 34, 0, 3, 10)
+    assert x.shape == y.shape == (3, 10) and x.dtype == torch.int64
+    assert torch.equal(y - x, torch.ones(3, 10, dtype=torch.int64))
+    assert np.array_equal(x[:, 0].numpy(), firsts[99:102])
+    with pytest.raises(PipelineError, match="^training split has 10 tokens, fewer than one window of 11$"):
+        train_batch(ids[:10], 1, 0, 3, 10)
 
 
 def test_training_lowers_validation_loss_and_logs_provenance(data, tokenizer, tmp_path):

@@ -5,6 +5,7 @@ Read top to bottom: build model, optimizer, schedule; resume if a matching state
 save the full state; at the end move the exports into place and write the logs.
 """
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -22,6 +23,7 @@ import transformers
 
 from tying.checkpoint_files import weight_digests
 from tying.distributed import LOCAL
+from tying.errors import PipelineError
 from tying.grad_provenance import GradientTap
 from tying.io import atomic_path, write_parquet
 from tying.models import build_model, init_seed, model_config
@@ -63,14 +65,27 @@ class RunSpec:
 
 
 def train_batch(ids, step, seed, batch_size, seq_len):
-    """Batch of step `step`: random windows drawn from (seed, step) alone, so every variant of a
-    seed sees the same batches in the same order and a resumed run needs no loader state.
-    Returns (inputs, targets), each (batch_size, seq_len) int64."""
-    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
-    starts = torch.randint(0, len(ids) - seq_len - 1, (batch_size,), generator=g).numpy()
-    windows = np.stack([np.asarray(ids[s:s + seq_len + 1], dtype=np.int64) for s in starts])
-    windows = torch.from_numpy(windows)
+    """Batch of step `step` (from 1): the next batch_size windows of the concatenated epochs, each
+    epoch a permutation, seeded by (seed, epoch), of the corpus's non-overlapping (seq_len + 1)-token
+    windows at stride seq_len. A pure function of (len(ids), seed, step), so every variant of a seed
+    sees the same batches in the same order, a resumed run needs no loader state, and each epoch reads
+    every window once. Returns (inputs, targets), each (batch_size, seq_len) int64."""
+    n_windows = (len(ids) - 1) // seq_len
+    if n_windows < 1:
+        raise PipelineError(f"training split has {len(ids)} tokens, fewer than one window of {seq_len + 1}")
+    positions = np.arange((step - 1) * batch_size, step * batch_size)
+    epochs, slots = np.divmod(positions, n_windows)
+    starts = np.concatenate([_epoch_order(n_windows, seed, int(e))[slots[epochs == e]] for e in np.unique(epochs)])
+    windows = torch.from_numpy(np.stack([np.asarray(ids[s:s + seq_len + 1], dtype=np.int64) for s in starts * seq_len]))
     return windows[:, :-1], windows[:, 1:]
+
+
+@functools.lru_cache(maxsize=4)
+def _epoch_order(n_windows, seed, epoch):
+    """The window indices of epoch `epoch` in their seeded order (read-only: shared by the cache)."""
+    order = torch.randperm(n_windows, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch)).numpy()
+    order.flags.writeable = False
+    return order
 
 
 def eval_batches(ids, n_batches, batch_size, seq_len):
