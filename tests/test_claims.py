@@ -226,7 +226,7 @@ def test_one_released_pair_gets_a_token_bootstrap_labelled_as_such():
 def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     lens = pd.concat([_lens([1.5, 2.5, 2.0]), _lens([9.0], pair="family")])
     statistics = claims.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
-    table = claims.claims_table(statistics)
+    table = claims.claims_table(statistics, pair="main")
     assert table["claim"].tolist() == ["C1", "C3"]  # claims without input are omitted
     c3 = table.iloc[1]
     half = 4.302652729911275 * 0.5 / math.sqrt(3)
@@ -239,9 +239,9 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     assert per_seed.loc[("C3", 1), "value"] == 2.5
     assert per_seed.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
     md = (tmp_path / "claims.md").read_text().splitlines()
-    assert md[0] == ("| claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
-                     " | criterion | verdict |")
-    assert md[3].startswith("| C3 | ") and md[3].endswith(" | holds |")
+    assert md[0] == ("| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
+                     " | criterion | verdict | detail |")
+    assert md[3].startswith("| main | C3 | ") and md[3].endswith(" | holds |  |")
 
 
 def test_paper_scale_compares_in_sample_values_with_the_paper():
@@ -260,3 +260,24 @@ def test_paper_scale_compares_in_sample_values_with_the_paper():
 def test_unknown_claim_is_an_error():
     with pytest.raises(PipelineError):
         claims.claims_table({"C9": pd.Series([1.0])})
+
+
+def test_c6b_sees_a_fall_in_only_the_most_frequent_tokens_and_says_where_the_peak_is():
+    # Rising up to 10^3.5 occurrences, then 17 tokens at 3,220 to 41,132 occurrences with smaller norms.
+    rows = []
+    for seed in SEEDS:
+        for j in range(14):
+            rows += [("main", seed, m, 20 * j + t, round(10 ** (0.25 * j + 0.1)), 1.0 + (0.2 * j if m != "untied_input"
+                      else 0.0) + 0.001 * t, 1.0) for t in range(20) for m in ("untied_input", "untied_output", "tied")]
+        rows += [("main", seed, m, 1000 + t, round(c), 1.0 if m == "untied_input" else 1.5, 1.0)
+                 for t, c in enumerate(np.geomspace(3220, 41132, 17)) for m in ("untied_input", "untied_output", "tied")]
+    frame = pd.DataFrame(rows, columns=["pair", "seed", "matrix", "token_id", "count", "norm", "initial_norm"])
+    statistics = claims.claim_statistics(norm_freq=frame)
+    table = claims.claims_table(statistics).set_index("claim")
+    assert table.loc["C6b", "verdict"] == "holds"
+    assert table.loc["C6b", "detail"].startswith("peak bin at ~")
+    assert "occurrences (untied output)" in table.loc["C6b", "detail"]
+    assert table.loc["C6a", "verdict"] == "holds" and table.loc["C6c", "verdict"] == "holds"
+    grown = claims.claims_table(claims.claim_statistics(norm_freq=frame.assign(initial_norm=0.5))).set_index("claim")
+    assert grown.loc["C6a", "verdict"] == "holds"  # a uniform growth is still flat across frequency,
+    assert grown.loc["C6c", "verdict"] == "does not hold"  # but not near its initial value

@@ -99,7 +99,7 @@ def test_norm_frequency_three_panels(tmp_path):
     assert _is_pdf(tmp_path / "fig5.pdf")
     assert [ax.get_title() for ax in fig.axes] == ["untied input", "untied output", "tied"]
     assert [len(ax.collections[0].get_offsets()) for ax in fig.axes] == [299] * 3  # count 0 left out
-    line = fig.axes[2].lines[0]  # the binned means the C6 criteria use: bins of >= 10 tokens
+    line = fig.axes[2].lines[0]  # the binned means the C6 criteria use, sparse bins merged
     binned = binned_norms(rows[rows["matrix"] == "tied"])
     assert line.get_xdata() == pytest.approx(binned["log_count"].to_numpy())
     assert line.get_ydata() == pytest.approx(binned["norm"].to_numpy())

@@ -22,6 +22,7 @@ from tying.tables import at_step, markdown
 
 MIN_SEEDS = 3
 FLAT_SPREAD = 0.25  # C6a: the input's binned mean norms vary by less than a quarter of their median
+NEAR_INITIAL = 0.25  # C6c: no bin's mean input norm moves by a quarter of its step-0 value
 RISE_FALL = 0.1  # C6b: a rise and a fall of at least 10% of the peak binned norm
 
 
@@ -54,6 +55,7 @@ class Statistic:
     in_sample: pd.Series = None
     chance: pd.Series = None
     per_token: pd.Series = None  # one seed's per-token values, for a single released pair
+    detail: str = ""  # what the verdict alone does not say (C6b: where the peak is)
 
 
 CLAIMS = {
@@ -91,14 +93,21 @@ CLAIMS = {
     "C6a": Claim(
         "Untied input row norms stay flat across token frequency",
         f"spread of the untied input's binned mean norm: (max - min) / median over 1/{BINS_PER_DECADE}-decade "
-        f"log10-count bins of >= {MIN_BIN_TOKENS} tokens",
+        f"log10-count bins, a bin of < {MIN_BIN_TOKENS} tokens merged into its rarer neighbour (every analysed "
+        "token in a bin)",
         "qualitative: input flat near its initial value", math.nan, threshold=FLAT_SPREAD, direction="<",
     ),
     "C6b": Claim(
         "Untied output and tied row norms rise with frequency and then fall",
-        "min over untied output and tied of min(rise, fall) of the binned mean norm, each relative to the "
-        "peak bin (0 when the peak is the first or last bin)",
+        "min over untied output and tied of min(rise, fall) of the binned mean norm (bins as C6a), each relative "
+        "to the peak bin (0 when the peak is the first or last bin); detail: the peak bin's occurrences",
         "qualitative: rise up to ~1e4 occurrences, then fall", math.nan, threshold=RISE_FALL,
+    ),
+    "C6c": Claim(
+        "Untied input row norms stay near their initial value",
+        "largest relative change |final / step-0 - 1| of the untied input's binned mean norm (bins as C6a), "
+        "against the same tokens' norms at step 0",
+        "qualitative: input flat near its initial value", math.nan, threshold=NEAR_INITIAL, direction="<",
     ),
     "C7a": Claim(
         "Scaling the input-path gradient moves the tied matrix toward Input(U)",
@@ -113,7 +122,7 @@ CLAIMS = {
 }
 
 MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
-              "criterion", "verdict"]
+              "criterion", "verdict", "detail"]
 
 
 def alignment_gap(alignment, pair="main", step=None, scored="held_out", target="true", per_token=False):
@@ -188,14 +197,21 @@ def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out
 
 
 def norm_shape(norm_freq, pair="main"):
-    """C6a and C6b per seed from shape_stats -> (untied input spread, rise-and-fall) Series by seed."""
-    flat, rise_fall = {}, {}
+    """C6a, C6c and C6b per seed from shape_stats -> (untied input spread, untied input drift from
+    step 0, rise-and-fall) Series by seed, and the peak bins' occurrences as text (median over seeds)."""
+    flat, near, rise_fall, peaks = {}, {}, {}, {}
     for seed, rows in _only(norm_freq, pair=pair).groupby("seed"):
         shape = shape_stats(rows).set_index("matrix")
         flat[seed] = _pick(shape["spread"], "untied_input", "norm_freq")
+        near[seed] = shape.loc["untied_input", "drift"]
         rise_fall[seed] = min(min(_pick(shape["rise"], m, "norm_freq"), shape.loc[m, "fall"])
                               for m in ("untied_output", "tied"))
-    return (pd.Series(flat, dtype=float).rename_axis("seed"), pd.Series(rise_fall, dtype=float).rename_axis("seed"))
+        peaks[seed] = shape["peak_count"]
+    peak = pd.DataFrame(peaks).median(axis=1)
+    detail = "peak bin at ~" + ", ".join(f"{peak[m]:,.0f} occurrences ({m.replace('_', ' ')})"
+                                         for m in ("untied_output", "tied"))
+    series = [pd.Series(v, dtype=float).rename_axis("seed") for v in (flat, near, rise_fall)]
+    return (*series, detail)
 
 
 def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", step=None, scored="held_out",
@@ -233,8 +249,8 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
         out["C5"] = Statistic(output_share(grad_flow, pair, steps=early_steps))
         out["C5p"] = Statistic(output_share(grad_flow, pair, steps=early_steps, column="proxy_out_share"))
     if norm_freq is not None:
-        flat, rise_fall = norm_shape(norm_freq, pair)
-        out["C6a"], out["C6b"] = Statistic(flat), Statistic(rise_fall)
+        flat, near, rise_fall, peaks = norm_shape(norm_freq, pair)
+        out["C6a"], out["C6b"], out["C6c"] = Statistic(flat), Statistic(rise_fall, detail=peaks), Statistic(near)
     if scaling is not None:
         for cid, reference in (("C7a", "input_u"), ("C7b", "output_u")):
             out[cid] = Statistic(
@@ -263,12 +279,12 @@ def verdict(claim, values, low, high, one_pair=False):
     return f"{result} (one pair of models)" if one_pair else result
 
 
-def claims_table(statistics, paper_scale=None, one_pair=False):
+def claims_table(statistics, paper_scale=None, one_pair=False, pair=None):
     """One row per claim in `statistics` ({claim id: Statistic or per-seed Series}), in CLAIMS order.
 
     one_pair: the statistics come from one released pair of models (no seeds): claims with
     per-token values get a token-bootstrap interval. paper_scale: {claim id: value} from
-    paper-scale runs, added as with_paper_scale does.
+    paper-scale runs, added as with_paper_scale does. pair: names the pair in a first column.
     """
     unknown = set(statistics) - set(CLAIMS)
     if unknown:
@@ -291,12 +307,14 @@ def claims_table(statistics, paper_scale=None, one_pair=False):
             "ours": format_cell(mean, low, high), "interval": interval,
             "on_claimed_side": f"{int(claim.on_side(values).sum())} of {n} seed{'s' * (n != 1)}",
             "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
-            "criterion": claim.criterion, "verdict": verdict(claim, values, low, high, one_pair),
+            "criterion": claim.criterion, "verdict": verdict(claim, values, low, high, one_pair), "detail": stat.detail,
             "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n,
             "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
         }
         rows.append(row)
     table = pd.DataFrame(rows)
+    if pair is not None:
+        table.insert(0, "pair", pair)
     return table if paper_scale is None else with_paper_scale(table, paper_scale)
 
 
@@ -342,7 +360,7 @@ def write_claims(table, seeds, parquet_path, md_path, seeds_path):
     write_parquet(seeds, seeds_path)
     extra = [c for c in ("paper_scale", "paper_scale_differs", "paper_scale_rows") if c in table.columns]
     with atomic_path(md_path) as tmp:
-        tmp.write_text(markdown(table, MD_COLUMNS + extra))
+        tmp.write_text(markdown(table, ["pair"] * ("pair" in table.columns) + MD_COLUMNS + extra))
 
 
 def _mean(values):

@@ -14,15 +14,17 @@ from tying.errors import PipelineError
 MATRICES = ("input", "output")
 
 
-def evolution_frame(checkpoints):
+def evolution_frame(checkpoints, keep=None):
     """Tidy drift and change of E_in and E_out along a run.
 
     checkpoints: iterable of (step, Embeddings) in increasing step order; a generator that
     loads each on demand keeps only the first, previous and current checkpoints in memory.
-    Returns columns matrix ("input", "output"), step, drift, change, n_tokens (every row).
+    keep: token ids to follow (a trained run's analysed tokens), else every row.
+    Returns columns matrix ("input", "output"), step, drift, change, n_tokens (the rows followed).
     """
     rows, first, previous, last_step = [], None, None, None
     for step, emb in checkpoints:
+        emb = emb if keep is None else emb.select(keep)
         if last_step is not None and step <= last_step:
             raise PipelineError(f"checkpoints must come in increasing step order, got {step} after {last_step}")
         if first is not None and emb.input.shape != first.input.shape:

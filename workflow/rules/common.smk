@@ -110,6 +110,12 @@ def evolution_models(pair, seed):
     return {int(s): hub_dir(ref["hub"], revisions[s]) for s in sorted(revisions, key=int)}
 
 
+def initial_models(pair, seed):
+    """{role: step-0 directory} of a pair's untied and tied models (Figure 5's and C6c's initial norms);
+    {} when step 0 is not exported."""
+    return {r: d for r, d in pair_models(pair, seed, 0).items() if r in ("untied", "tied")} if 0 in CHECKPOINT_STEPS else {}
+
+
 def scaled_models(pair, seed, step):
     """{variant: directory} of the pair's tied run and its input-scaled variants at `step`."""
     p = PAIRS[pair]
@@ -144,15 +150,23 @@ def scaling_steps():
 
 
 def analysis_params(pair, *keys):
-    """The analysis.* values a metric job of `pair` uses, as its params (a change reruns just those jobs);
-    min_count only for a trained pair, the one kind whose tokens it filters."""
-    return {k: config["analysis"][k] for k in keys if k != "min_count" or is_trained(PAIRS[pair]["untied"])}
+    """The analysis.* values a metric job of `pair` uses, as its params (a change reruns just those jobs)."""
+    return {k: config["analysis"][k] for k in keys}
 
 
-def token_counts(pair):
-    """{"counts": training-split token counts} for a trained pair (its metrics keep the tokens seen
-    at least analysis.min_count times); {} for a released pair, which keeps every real row."""
-    return {"counts": rules.tokens.output.counts} if is_trained(PAIRS[pair]["untied"]) else {}
+def token_set(pair, seed):
+    """{"tokens": the pair's analysed-token set of `seed`} for a trained pair (its metrics keep the
+    tokens every run drew at least analysis.min_count times); {} for a released pair (every real row)."""
+    if not is_trained(PAIRS[pair]["untied"]):
+        return {}
+    return {"tokens": expand(rules.token_set.output[0], pair=pair, seed=seed)[0]}
+
+
+def token_set_runs(pair, seed):
+    """(seed, steps, batch_size, seq_len) of the runs a trained pair compares: the batches they drew."""
+    p, batch = PAIRS[pair], config["train"]["batch_size"]
+    archs = {p[role]["arch"] for role in ("tied", "untied") if role in p and is_trained(p[role])}
+    return sorted({(int(seed), pair_step(pair), batch, model_dims(config, a)["seq_len"]) for a in archs})
 
 
 def early_steps():

@@ -3,12 +3,12 @@
 
 rule alignment:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_counts(w.pair)),
+        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),
     output:
         "results/metrics/alignment/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "min_count", "held_out", "split_seed"),
+        analysis=lambda w: analysis_params(w.pair, "rows", "held_out", "split_seed"),
     log:
         "logs/metrics/alignment/{pair}/seed{seed}.log",
     benchmark:
@@ -25,12 +25,12 @@ rule alignment:
 
 rule knn:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_counts(w.pair)),
+        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),
     output:
         "results/metrics/knn/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "min_count", "split_seed"),
+        analysis=lambda w: analysis_params(w.pair, "rows", "split_seed"),
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
     log:
@@ -49,14 +49,14 @@ rule knn:
 
 rule scaling:
     input:
+        unpack(lambda w: token_set(w.pair, w.seed)),
         untied=lambda w: [pair_models(w.pair, int(w.seed), s)["untied"] for s in scaling_steps()],
         tied=lambda w: [d for s in scaling_steps() for d in scaled_models(w.pair, int(w.seed), s).values()],
-        counts=rules.tokens.output.counts,
     output:
         "results/metrics/scaling/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "min_count", "held_out", "split_seed"),
+        analysis=lambda w: analysis_params(w.pair, "rows", "held_out", "split_seed"),
         steps=lambda w: scaling_steps(),
         variants=lambda w: list(scaled_models(w.pair, int(w.seed), FINAL_STEP)),
     log:
@@ -75,6 +75,7 @@ rule scaling:
 
 rule evolution:
     input:
+        unpack(lambda w: token_set(w.pair, w.seed)),
         checkpoints=lambda w: list(evolution_models(w.pair, int(w.seed)).values()),
     output:
         "results/metrics/evolution/{pair}/seed{seed}.parquet",
@@ -122,13 +123,13 @@ rule grad_flow:
 
 rule norm_freq:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed))),
-        counts=rules.tokens.output.counts,
+        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),
+        initial=lambda w: list(initial_models(w.pair, int(w.seed)).values()),
     output:
         "results/metrics/norm_freq/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "min_count"),
+        analysis=lambda w: analysis_params(w.pair, "rows"),
     log:
         "logs/metrics/norm_freq/{pair}/seed{seed}.log",
     benchmark:

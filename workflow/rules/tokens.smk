@@ -48,3 +48,27 @@ rule tokens:
         "../envs/tying.yaml"
     script:
         "../scripts/tokens.py"
+
+
+rule token_set:
+    input:
+        train=rules.tokens.output.train,
+        meta=rules.tokens.output.meta,
+        counts=rules.tokens.output.counts,
+    output:
+        "results/token_sets/{pair}/seed{seed}.parquet",
+    params:
+        runs=lambda w: token_set_runs(w.pair, w.seed),
+        min_count=config["analysis"]["min_count"],
+    log:
+        "logs/token_sets/{pair}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/token_sets/{pair}/seed{seed}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/token_set.py"

@@ -12,7 +12,7 @@ def main(snakemake):
     torch.set_num_threads(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     untied, tied = load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows)
-    frame = alignment_frame(untied, tied, keep=analysed_tokens(inp, untied, p.analysis),
+    frame = alignment_frame(untied, tied, keep=analysed_tokens(inp.get("tokens")),
                             held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 

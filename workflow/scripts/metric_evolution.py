@@ -5,13 +5,15 @@ from tying.evolution import evolution_frame
 from tying.io import write_parquet
 from tying.script import run
 from tying.tidy import with_ids
+from tying.token_sets import analysed_tokens
 
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
     p, rows = snakemake.params, snakemake.params.analysis["rows"]
     checkpoints = ((s, load_embeddings(d, rows=rows)) for s, d in zip(p.steps, snakemake.input.checkpoints))
-    write_parquet(with_ids(evolution_frame(checkpoints), {**p.ids, "rows": rows}), snakemake.output[0])
+    frame = evolution_frame(checkpoints, keep=analysed_tokens(snakemake.input.get("tokens")))
+    write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 
 
 run(snakemake, main)

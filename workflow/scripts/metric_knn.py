@@ -13,7 +13,7 @@ def main(snakemake):
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     untied, tied = load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows)
     frame = knn_frame(untied, tied, ks=(p.k,), approximate=p.approximate,
-                      keep=analysed_tokens(inp, untied, p.analysis), null_seed=p.analysis["split_seed"] + 1)
+                      keep=analysed_tokens(inp.get("tokens")), null_seed=p.analysis["split_seed"] + 1)
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 
 

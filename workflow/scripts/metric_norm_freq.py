@@ -9,8 +9,9 @@ from tying.tidy import with_ids
 
 def main(snakemake):
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
-    frame = norm_frequency_frame(load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows),
-                                 pd.read_parquet(inp.counts), min_count=p.analysis["min_count"])
+    untied, tied = load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows)
+    initial = [load_embeddings(d, rows=rows) for d in inp.initial] or None
+    frame = norm_frequency_frame(untied, tied, pd.read_parquet(inp.tokens), initial)
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 
 

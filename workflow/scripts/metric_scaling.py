@@ -12,10 +12,9 @@ from tying.token_sets import analysed_tokens
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
-    tied, frames = iter(inp.tied), []
+    tied, frames, keep = iter(inp.tied), [], analysed_tokens(inp.get("tokens"))
     for step, untied_dir in zip(p.steps, inp.untied):
         untied = load_embeddings(untied_dir, rows=rows)
-        keep = analysed_tokens(inp, untied, p.analysis)
         for variant in p.variants:
             frame = scaling_frame(load_embeddings(next(tied), rows=rows), untied, keep=keep,
                                   held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])

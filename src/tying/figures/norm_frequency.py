@@ -12,9 +12,9 @@ PANELS = {"untied_input": ("untied input", "input"), "untied_output": ("untied o
 
 
 def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade=4):
-    """Three panels of row L2 norm vs log10 count (tokens seen at least once), with binned means.
+    """Three panels of row L2 norm vs log10 count (the analysed tokens), with binned means now and at step 0.
 
-    norm_freq: tidy frame (pair, seed, matrix, token_id, count, norm); one seed (default
+    norm_freq: tidy frame (pair, seed, matrix, token_id, count, norm, initial_norm); one seed (default
     the first). Returns the (closed) figure.
     """
     runs = norm_freq[(norm_freq["pair"] == pair) & (norm_freq["count"] >= 1)]
@@ -32,13 +32,15 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
         panel = rows[rows["matrix"] == matrix]
         sns.scatterplot(panel, x="log_count", y="norm", color=style.PALETTE[colour], s=2, alpha=0.15,
                         linewidth=0, rasterized=True, ax=ax)
-        sns.lineplot(binned[binned["matrix"] == matrix], x="log_count", y="norm", color="black", linewidth=1,
-                     marker="o", markersize=2, ax=ax)
+        line = binned[binned["matrix"] == matrix]
+        sns.lineplot(line, x="log_count", y="norm", color="black", linewidth=1, marker="o", markersize=2, ax=ax)
+        if line["initial_norm"].notna().any():
+            ax.plot(line["log_count"], line["initial_norm"], color="grey", linewidth=0.8, linestyle="--")
         ax.set(title=title, xlabel="", ylabel="")
         ax.title.set_fontsize("small")
     axes[0].set(ylabel="row L2 norm")
     fig.supxlabel("log10 token count (corpus occurrences)", fontsize="small")
-    fig.suptitle(f"{pair}, seed {seed}; line = mean norm per 1/{bins_per_decade} decade (bins of >= {MIN_BIN_TOKENS} "
-                 "tokens)", fontsize="small")
+    fig.suptitle(f"{pair}, seed {seed}; line = mean norm per 1/{bins_per_decade} decade (bins of < {MIN_BIN_TOKENS} "
+                 "tokens merged), dashed = at step 0", fontsize="small")
     style.save(fig, path)
     return fig
