@@ -7,13 +7,12 @@ import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import PreTrainedTokenizerFast
 
 from conftest import markov_tokens, word_tokenizer
 from tying.distributed import launch
 from tying.errors import PipelineError
-from tying.tokens import load_ids, write_ids
-from tying.train import RunSpec, train
+from tying.tokens import write_ids
+from tying.train import RunSpec, train_from_files
 
 V = 64
 SPEC = RunSpec(family="olmo", vocab_size=V, eos_id=0, hidden_size=16, layers=2, heads=2, intermediate_size=32,
@@ -35,7 +34,7 @@ def inputs(tmp_path_factory):
 
 
 def outputs(root):
-    return {"work_dir": root / "work", "checkpoint_dirs": {s: root / f"step{s}" for s in SPEC.checkpoints},
+    return {"checkpoint_dirs": {s: root / f"step{s}" for s in SPEC.checkpoints},
             "log_path": root / "log.parquet", "provenance_path": root / "provenance.parquet"}
 
 
@@ -47,15 +46,14 @@ def read(root):
 @pytest.fixture(scope="module")
 def single(inputs, tmp_path_factory):
     root = tmp_path_factory.mktemp("single")
-    train(SPEC, load_ids(inputs["train"], inputs["meta"]), load_ids(inputs["val"], inputs["meta"]), PreTrainedTokenizerFast.from_pretrained(inputs["tokenizer"]),
-          log_every=100, **outputs(root))
+    train_from_files(SPEC, inputs, root / "work", log_every=100, **outputs(root))
     return read(root)
 
 
 def test_two_ranks_killed_and_resumed_reproduce_one_process(single, inputs, tmp_path):
-    launch(2, SPEC, **inputs, **outputs(tmp_path), log_every=100, threads=2, until=6)
+    launch(2, SPEC, inputs, tmp_path / "work", log_every=100, threads=2, until=6, **outputs(tmp_path))
     assert (tmp_path / "work" / "state.pt").exists() and not (tmp_path / "log.parquet").exists()
-    launch(2, SPEC, **inputs, **outputs(tmp_path), log_every=100, threads=2)  # resumes from step 4
+    launch(2, SPEC, inputs, tmp_path / "work", log_every=100, threads=2, **outputs(tmp_path))  # resumes from step 4
     assert not (tmp_path / "work").exists()
     log1, prov1, weights1 = single
     log2, prov2, weights2 = read(tmp_path)
@@ -76,5 +74,5 @@ def test_two_ranks_killed_and_resumed_reproduce_one_process(single, inputs, tmp_
 
 def test_uneven_batch_split_is_refused_before_starting(inputs, tmp_path):
     with pytest.raises(PipelineError, match="train.batch_size 4 is not a multiple of train.nproc 3"):
-        launch(3, SPEC, **inputs, **outputs(tmp_path))
+        launch(3, SPEC, inputs, tmp_path / "work", **outputs(tmp_path))
     assert not tmp_path.joinpath("work").exists()

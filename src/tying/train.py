@@ -22,11 +22,12 @@ import torch.nn.functional as F
 import transformers
 
 from tying.checkpoint_files import weight_digests
-from tying.distributed import LOCAL
 from tying.errors import PipelineError
 from tying.grad_provenance import GradientTap
 from tying.io import atomic_path, write_parquet
 from tying.models import build_model, init_seed, model_config
+from tying.ranks import LOCAL
+from tying.tokens import load_ids
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,8 +56,16 @@ class RunSpec:
     grad_accum: int = 1
     dtype: str = "float32"
 
+    @classmethod
+    def from_dict(cls, fields):
+        """The spec of `to_dict`'s fields, or of JSON's or a rule's copy of them (checkpoints a list)."""
+        return cls(**{**fields, "checkpoints": tuple(fields["checkpoints"])})
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
     def fingerprint(self):
-        return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
     def config(self):
         return model_config(self.family, vocab_size=self.vocab_size, hidden_size=self.hidden_size,
@@ -171,7 +180,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
     (loss, lr, validation loss at checkpoints) goes to `log_path` and the gradient provenance
     (input- and output-path norms; for tied runs the exact split of the shared gradient) to
     `provenance_path`. With `until`, stop after that step leaving the resumable state
-    (as a killed job would) and write no outputs. Under a `tying.distributed.Ranks` group each
+    (as a killed job would) and write no outputs. Under a `tying.ranks.Ranks` group each
     rank trains on its slice of every batch and rank 0 alone evaluates and writes.
     """
     transformers.utils.logging.disable_progress_bar()
@@ -229,6 +238,13 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
     shutil.rmtree(work_dir, ignore_errors=True)
 
 
+def train_from_files(spec, files, work_dir, **outputs):
+    """`train` on the training rule's inputs: `files` maps train and val (token arrays), meta (their
+    sidecar) and tokenizer (a directory) to paths; `outputs` are train's keywords."""
+    train(spec, load_ids(files["train"], files["meta"]), load_ids(files["val"], files["meta"]),
+          transformers.AutoTokenizer.from_pretrained(files["tokenizer"]), work_dir, **outputs)
+
+
 def _checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging):
     """Evaluate, export the weights of `step` and save the full resumable state."""
     val_loss = evaluate(model, val, device)
@@ -236,7 +252,7 @@ def _checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, prov
         log.append({"step": 0, "lr": 0.0, "loss": math.nan, "val_loss": val_loss})
     else:
         log[-1]["val_loss"] = val_loss
-    meta = {**dataclasses.asdict(spec), "step": step, "val_loss": val_loss}
+    meta = {**spec.to_dict(), "step": step, "val_loss": val_loss}
     export(model, tokenizer, staging / f"step{step}", meta)
     state = {"fingerprint": spec.fingerprint(), "step": step, "model": model.state_dict(),
              "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "rng": torch.get_rng_state(),
