@@ -56,6 +56,7 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/downstream.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/survey.smk"
+include: "workflow/rules/trajectory.smk"
 
 
 localrules:

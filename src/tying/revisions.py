@@ -192,10 +192,106 @@ def pin_main(argv):
     print(f"{args.config}: {len(pins)} reference(s) pinned")
 
 
+# --- Matched checkpoints of a released tied/untied pair (claims over training) -------------------------------
+TOKENS_BRANCH = re.compile(r"step(\d+)-tokens(\d+)B")
+
+
+def branch_names(repo_id):
+    """Every branch name of `repo_id`, as the hub lists them."""
+    with hub_errors(f"cannot list the branches of {repo_id}", constants.is_offline_mode()):
+        return [branch.name for branch in HfApi().list_repo_refs(repo_id).branches]
+
+
+def token_grid(first=4, last=3000, points=10):
+    """`points` token counts (billions) log-spaced from `first` to `last`, rounded to whole billions."""
+    return sorted({round(first * (last / first) ** (i / (points - 1))) for i in range(points)})
+
+
+def match_branches(tied_names, untied_names, grid):
+    """[{tokens_b, tied, tied_tokens_b, untied, untied_tokens_b}]: for each grid point (billions of tokens),
+    each repository's `step{N}-tokens{M}B` branch whose M is closest (a tie: the lower step); a point that
+    matches the same two branches as the point before it is left out."""
+    tied, untied = _token_branches(tied_names, "tied"), _token_branches(untied_names, "untied")
+    points = []
+    for tokens in grid:
+        (t_tokens, _, t_name), (u_tokens, _, u_name) = (
+            min(found, key=lambda branch: (abs(branch[0] - tokens), branch[1])) for found in (tied, untied))
+        if not points or (points[-1]["tied"], points[-1]["untied"]) != (t_name, u_name):
+            points.append({"tokens_b": tokens, "tied": t_name, "tied_tokens_b": t_tokens, "untied": u_name,
+                           "untied_tokens_b": u_tokens})
+    return points
+
+
+def trajectory_block(points, indent):
+    """The YAML lines of a `trajectory` list, one flow mapping per point, each indented by `indent` spaces."""
+    def entry(value):
+        return _scalar(value) if isinstance(value, str) else value
+
+    return "".join(f"\n{' ' * indent}- {{" + ", ".join(f"{k}: {entry(v)}" for k, v in point.items()) + "}"
+                   for point in points)
+
+
+def set_trajectory(config_path, pair, points):
+    """Rewrite `pairs.<pair>.trajectory` of the YAML config at `config_path` as `points`, adding the key
+    after the pair's `untied` entry when it has none; every other line is kept as it is."""
+    text = Path(config_path).read_text()
+    pairs = _mapping(yaml.compose(text), "the config").get("pairs", (None, None))[1]
+    entries = _mapping(_mapping(pairs, "pairs").get(pair, (None, None))[1], f"pairs.{pair}")
+    if "trajectory" in entries:
+        key, value = entries["trajectory"]
+        block = trajectory_block(points, key.start_mark.column + 2)
+        text = text[:key.end_mark.index] + ":" + block + text[_end(value):]
+    elif "untied" in entries:
+        key, value = entries["untied"]
+        line_end = _line_end(text, _end(value))
+        text = (text[:line_end] + f"\n{' ' * key.start_mark.column}trajectory:"
+                + trajectory_block(points, key.start_mark.column + 2) + text[line_end:])
+    else:
+        raise PipelineError(f"{config_path}: pairs.{pair} has no untied model to match")
+    if yaml.safe_load(text)["pairs"][pair]["trajectory"] != points:
+        raise PipelineError(f"{config_path}: could not rewrite pairs.{pair}.trajectory in place")
+    with atomic_path(config_path) as tmp:
+        tmp.write_text(text)
+
+
+def _token_branches(names, role):
+    """[(tokens in billions, step, name)] of the `step{N}-tokens{M}B` names among `names`."""
+    found = [(int(m[2]), int(m[1]), name) for name in names if (m := TOKENS_BRANCH.fullmatch(name))]
+    if not found:
+        raise PipelineError(f"the {role} repository has no step{{N}}-tokens{{M}}B branch among its {len(names)}")
+    return found
+
+
+def match_main(argv):
+    """`match TIED UNTIED [--first B --last B --points N] [--config C --pair P]`: print (and write) the
+    matched branches of a released pair."""
+    parser = argparse.ArgumentParser(prog="python -m tying.revisions match", description=match_branches.__doc__)
+    parser.add_argument("tied_repo")
+    parser.add_argument("untied_repo")
+    parser.add_argument("--first", type=float, default=4, help="first grid point, billions of tokens (default 4)")
+    parser.add_argument("--last", type=float, default=3000, help="last grid point, billions of tokens (default 3000)")
+    parser.add_argument("--points", type=int, default=10, help="log-spaced grid points (default 10)")
+    parser.add_argument("--config", help="a config to write the points into, as pairs.PAIR.trajectory")
+    parser.add_argument("--pair", help="the pair whose trajectory to rewrite (with --config)")
+    args = parser.parse_args(argv)
+    if bool(args.config) != bool(args.pair):
+        parser.error("--config and --pair go together")
+    try:
+        points = match_branches(branch_names(args.tied_repo), branch_names(args.untied_repo),
+                                token_grid(args.first, args.last, args.points))
+        if args.config:
+            set_trajectory(args.config, args.pair, points)
+    except PipelineError as error:
+        sys.exit(f"error: {error}")
+    print("trajectory:" + trajectory_block(points, 2))
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pin"]:
         return pin_main(argv[1:])
+    if argv[:1] == ["match"]:
+        return match_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m tying.revisions", description=__doc__.split("\n\n")[0])
     parser.add_argument("repo_id")
     parser.add_argument("--steps", type=int, nargs="+", help="training steps (default: every step branch)")

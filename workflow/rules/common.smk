@@ -35,6 +35,8 @@ def all_targets():
     targets += [f"results/tables/{t}.{ext}" for t in tables if t != "claims" for ext in ("csv", "md")]
     if "claims" in tables:
         targets += ["results/tables/claims.parquet", "results/tables/claims.md"]
+    if "claims_over_training" in tables:
+        targets.append("figures/claims_over_training.pdf")
     if "survey" in config:
         targets += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
     return targets
