@@ -5,6 +5,17 @@ output, l = output of block l). State l < L has its own translator h -> h + A_l 
 (A_l, b_l start at zero, so an untrained lens is the logit lens); state L is read as is,
 which reproduces the model's logits (KL 0). All translators are trained together to
 minimise KL(p_final || p_lens); results are mean KL per token in bits.
+
+Training follows `tuned-lens` 0.2 (`tuned_lens/scripts/train_loop.py`, `ingredients.Optimizer`):
+the loss is the sum over states of the mean KL in nats, the gradient's global norm over all
+translators is clipped at 1.0, and its default optimizer is SGD with Nesterov momentum 0.9,
+weight decay 1e-3 and a learning rate given as the momentum-corrected step (the torch lr is
+lr * (1 - momentum); tuned-lens's default lr is 1.0), decayed linearly to 0 with no warmup.
+Its Adam alternative (amsgrad, betas (momentum, 0.999), no warmup: v0.2's Adam warmup default
+never applies, its test compares the option enum with a string) is `optimizer="adam"`.
+What differs: the budget (tuned-lens: 250 steps of 2^18 tokens), the windows (drawn at random
+from a flat token array rather than a shuffled chunked dataset) and the precision (float32
+translators and loss here; tuned-lens runs the translators under bfloat16 autocast).
 """
 import math
 from pathlib import Path
@@ -62,27 +73,40 @@ def _kl_bits(target, lens_logits):
 
 
 def backward_mean_kl(p, lens_logits):
-    """Backpropagate the mean per-token KL(p || softmax(q)) in bits from lens logits q (..., V).
+    """Backpropagate the mean per-token KL(p || softmax(q)) in nats from lens logits q (..., V).
 
-    Its gradient, (softmax(q) - p) / (N ln 2), is all the lens's training needs: the KL's value
+    Its gradient, (softmax(q) - p) / N, is all the lens's training needs: the KL's value
     (two more passes over (N, V), and p log p for the target) is never formed.
     """
     q = lens_logits.reshape(p.shape).float()
-    grad = q.softmax(-1).sub_(p).div_(len(p) * math.log(2))
+    grad = q.softmax(-1).sub_(p).div_(len(p))
     lens_logits.backward(grad.reshape(lens_logits.shape).to(lens_logits.dtype))
 
 
-def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, seed=0):
+def lens_optimizer(params, *, optimizer, lr, momentum, weight_decay):
+    """tuned-lens's optimizers: "sgd" (Nesterov, torch lr = lr * (1 - momentum)) or "adam" (amsgrad)."""
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr * (1 - momentum), momentum=momentum, nesterov=True,
+                               weight_decay=weight_decay)
+    if optimizer == "adam":
+        return torch.optim.Adam(params, lr=lr, betas=(momentum, 0.999), amsgrad=True, weight_decay=weight_decay)
+    raise PipelineError(f"unknown lens optimizer {optimizer!r} (sgd or adam)")
+
+
+def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd", momentum=0.9, weight_decay=1e-3,
+               grad_clip=1.0, seed=0):
     """Fit a tuned lens to a frozen causal LM on windows drawn at random from `tokens`.
 
-    tokens: flat token ids (np.ndarray or memmap). Adam with linear decay to 0; one
-    backward pass per state keeps only one state's logits in memory at a time.
-    Returns the lens on the model's device, in eval mode.
+    tokens: flat token ids (np.ndarray or memmap); each step reads batch_size windows of
+    seq_len tokens, drawn by a generator seeded with `seed`. The recipe is tuned-lens's (see
+    the module docstring): `lens_optimizer`, lr decayed linearly to 0, gradient norm clipped
+    at `grad_clip` (None: not clipped). One backward pass per state keeps only one state's
+    logits in memory at a time. Returns the lens on the model's device, in eval mode.
     """
     from tying.unembed import readout, residual_states  # here: importing tying.lens stays free of transformers
     n_blocks, device = model.config.num_hidden_layers, model.device
     lens = TunedLens(n_blocks, model.config.hidden_size).to(device)
-    opt = torch.optim.Adam(lens.parameters(), lr=lr)
+    opt = lens_optimizer(lens.parameters(), optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / max(steps, 1))
     rng = np.random.default_rng(seed)
     _check_tokens(model, tokens, seq_len)
@@ -93,9 +117,31 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, seed=0):
         opt.zero_grad(set_to_none=True)
         for state in range(n_blocks):
             backward_mean_kl(p, readout(model, lens(states[state], state)))
+        if grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(lens.parameters(), grad_clip)
         opt.step()
         schedule.step()
     return lens.eval()
+
+
+RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip")
+
+
+def recipe(cfg):
+    """train_lens's keyword arguments from a config's `lens:` section (steps, batch_size, seq_len, RECIPE)."""
+    return {key: cfg[key] for key in ("steps", "batch_size", "seq_len", *RECIPE)}
+
+
+def convergence(half, full):
+    """Tuned-lens KL per state of a lens trained for half the steps against one trained for all.
+
+    half, full: `evaluate_lens` frames on the same held-out windows. Returns layer, kl_half_bits,
+    kl_bits, change_bits (full minus half); the budget has converged to a tolerance when every
+    state's |change_bits| is within it.
+    """
+    kl = [f[f["lens"] == "tuned"].set_index("layer")["kl_bits"] for f in (half, full)]
+    out = pd.DataFrame({"kl_half_bits": kl[0], "kl_bits": kl[1]})
+    return out.assign(change_bits=out["kl_bits"] - out["kl_half_bits"]).reset_index()
 
 
 @torch.no_grad()

@@ -6,6 +6,8 @@ rule lens:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
     output:
         metric="results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
+        # held-out KL per state of this lens and of one trained for half its steps
+        convergence="results/metrics/lens/{pair}/{role}/seed{seed}.convergence.parquet",
         weights="results/lens/{pair}/{role}/seed{seed}.safetensors",
     params:
         ids=lambda w: {
@@ -26,6 +28,7 @@ rule lens:
     threads: config["lens"]["threads"]
     wildcard_constraints:
         role="tied|untied",
+        seed=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:
