@@ -281,3 +281,15 @@ def test_c6b_sees_a_fall_in_only_the_most_frequent_tokens_and_says_where_the_pea
     grown = claims.claims_table(claims.claim_statistics(norm_freq=frame.assign(initial_norm=0.5))).set_index("claim")
     assert grown.loc["C6a", "verdict"] == "holds"  # a uniform growth is still flat across frequency,
     assert grown.loc["C6c", "verdict"] == "does not hold"  # but not near its initial value
+
+
+def test_a_control_made_of_an_untied_input_matrix_gets_c1_and_c2_that_do_not_hold():
+    # The tied role filled by a second untied model's input matrix (input-like): beside a real pair.
+    real = _over_seeds(alignment_frame, "output")
+    control = _over_seeds(alignment_frame, "input").assign(pair="control")
+    knn = pd.concat([_over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "output"),
+                     _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "input").assign(pair="control")])
+    table, seeds = claims.further_claims(pd.concat([real, control]), knn, ["control"], k=10)
+    assert table["pair"].tolist() == ["control", "control"] and table["claim"].tolist() == ["C1", "C2"]
+    assert table["verdict"].tolist() == ["does not hold", "does not hold"]
+    assert set(seeds["pair"]) == {"control"} and len(seeds) == 2 * len(SEEDS)

@@ -74,3 +74,29 @@ def test_analysis_rows_defaults_to_the_tokenizers_and_takes_only_the_two_convent
     config["analysis"]["rows"] = "padded"
     with pytest.raises(PipelineError, match=r"^analysis.rows: 'padded' is not one of \['tokenizer', 'matrix'\]$"):
         check(config, SCHEMA)
+
+
+def _with_trained_control(**tables):
+    config = copy.deepcopy(MICRO)
+    config["pairs"]["ctl"] = {"tied": {"arch": "olmo", "variant": "untied"}, "untied": {"arch": "olmo",
+                              "variant": "untied"}, "control": "input"}
+    config["tables"].update(tables)
+    return config
+
+
+def test_a_trained_negative_control_feeds_table1_table5_and_the_claims_after_the_first_pair():
+    first = MICRO["tables"]["claims"]
+    first = first if isinstance(first, str) else first[0]
+    check(_with_trained_control(table1=["ctl"], table5=["ctl"], claims=[first, "ctl"]), SCHEMA)
+    for tables, message in (
+        ({"claims": ["ctl"]}, "tables.claims: the first claims pair gets every claim; a negative control ('ctl') "
+                              "can only follow it"),
+        ({"table2": "ctl"}, "tables.table2: pair 'ctl' is a negative control, read by claims, table1, table5 only"),
+    ):
+        with pytest.raises(PipelineError) as error:
+            check(_with_trained_control(**tables), SCHEMA)
+        assert str(error.value) == message
+    tied = _with_trained_control()
+    tied["pairs"]["ctl"]["tied"]["variant"] = "tied"
+    with pytest.raises(PipelineError, match=r"pairs.ctl.tied.variant: 'tied' is not untied \(a control's tied role"):
+        check(tied, SCHEMA)

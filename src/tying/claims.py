@@ -261,6 +261,17 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
     return out
 
 
+def further_claims(alignment, knn, pairs, k=10, released=()):
+    """C1 and C2 of each of `pairs` (claims pairs after the first: negative controls, other pairs), from
+    their alignment and KNN metrics -> (claims_table rows with a pair column, seed_table rows)."""
+    tables, seeds = [], []
+    for pair in pairs:
+        statistics = claim_statistics(alignment=alignment, knn=knn, pair=pair, k=k)
+        tables.append(claims_table(statistics, one_pair=pair in released, pair=pair))
+        seeds.append(seed_table(statistics).assign(pair=pair))
+    return pd.concat(tables, ignore_index=True), pd.concat(seeds, ignore_index=True)
+
+
 def verdict(claim, values, low, high, one_pair=False):
     """The claim's verdict from its per-seed `values` and interval [low, high].
 
@@ -327,7 +338,10 @@ def with_paper_scale(table, paper_scale):
 
 
 def paper_scale_values(table):
-    """{claim id: value comparable with the paper's} from a claims table: in sample where measured."""
+    """{claim id: value comparable with the paper's} from a claims table (its first pair's rows): in
+    sample where measured."""
+    if "pair" in table.columns:
+        table = table[table["pair"] == table["pair"].iloc[0]]
     in_sample = table["in_sample_mean"] if "in_sample_mean" in table.columns else pd.Series(math.nan, table.index)
     return dict(zip(table["claim"], in_sample.fillna(table["mean"])))
 

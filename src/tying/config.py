@@ -9,6 +9,8 @@ from tying.errors import PipelineError
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
+# Targets a trained negative control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
+CONTROL_TARGETS = {"table1", "table5", "claims"}
 
 
 def check(config, schema_path):
@@ -46,7 +48,7 @@ def _check_survey(config):
         if name not in pairs:
             raise PipelineError(f"survey.comparisons: unknown pair {name!r} (pairs: {', '.join(pairs) or 'none'})")
     for name, pair in pairs.items():
-        if name not in surveyed and "control" not in pair:
+        if name not in surveyed and ("control" not in pair or "arch" in pair.get("tied", {})):
             continue
         if not all("hub" in pair.get(role, {}) for role in ("tied", "untied")):
             raise PipelineError(f"pairs.{name}: the survey compares a tied and an untied released (hub) model")
@@ -76,8 +78,11 @@ def _check_pairs(config):
                     raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r}")
                 if ref["variant"] not in config["variants"]:
                     raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r}")
-                if config["variants"][ref["variant"]]["tied"] != (role == "tied"):
-                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not {role}")
+                wanted = role == "tied" and "control" not in pair  # a control's tied role is an untied run
+                if config["variants"][ref["variant"]]["tied"] != wanted:
+                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not "
+                                        f"{'tied' if wanted else 'untied'}"
+                                        + (" (a control's tied role is an untied run)" if "control" in pair else ""))
         for variant in pair.get("scaled", []):
             if not config["variants"].get(variant, {}).get("tied"):
                 raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant")
@@ -87,14 +92,28 @@ def _check_pairs(config):
         if pair not in pairs:
             raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
         target = key.split(".")[1]
+        if "control" in pairs[pair] and target not in CONTROL_TARGETS:
+            raise PipelineError(f"{key}: pair {pair!r} is a negative control, read by "
+                                f"{', '.join(sorted(CONTROL_TARGETS))} only")
+        if target == "claims" and "control" in pairs[pair] and pair == claims_pairs(config)[0]:
+            raise PipelineError(f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) "
+                                "can only follow it")
         if target in NEEDS_TIED and "tied" not in pairs[pair]:
             raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
-        if target in NEEDS_EVOLUTION and "arch" not in pairs[pair]["untied"] and "evolution" not in pairs[pair]:
+        further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
+        if (target in NEEDS_EVOLUTION and not further_claims and "arch" not in pairs[pair]["untied"]
+                and "evolution" not in pairs[pair]):
             raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
                                 "untied model)")
     if "table6" in config.get("tables", {}) and config["analysis"]["early_step"] not in steps:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")
+
+
+def claims_pairs(config):
+    """tables.claims as a list: the pair that gets every claim, then those that get C1 and C2."""
+    pairs = config.get("tables", {}).get("claims", [])
+    return [pairs] if isinstance(pairs, str) else list(pairs)
 
 
 def _targets(config):

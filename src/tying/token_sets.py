@@ -12,7 +12,6 @@ import pandas as pd
 
 from tying.errors import PipelineError
 from tying.io import write_parquet
-from tying.train import train_batch
 
 
 def counts_by_id(counts, vocab):
@@ -27,6 +26,8 @@ def counts_by_id(counts, vocab):
 
 def drawn_counts(ids, vocab, seed, steps, batch_size, seq_len):
     """(vocab,) int64: how often each id sat at an input position of the batches of steps 1..steps."""
+    from tying.train import train_batch  # here: the metric jobs that read a token set never import transformers
+
     drawn = np.zeros(vocab, dtype=np.int64)
     for step in range(1, steps + 1):
         inputs, _ = train_batch(ids, step, seed, batch_size, seq_len)

@@ -4,7 +4,7 @@ import sys
 from huggingface_hub import get_token
 from snakemake.utils import min_version
 
-from tying.config import check, model_dims, run_params, typed_overrides
+from tying.config import check, claims_pairs, model_dims, run_params, typed_overrides
 from tying.errors import PipelineError
 from tying.revisions import PIN_COMMAND, unpinned_references
 
@@ -69,6 +69,11 @@ def control_dir(repo, revision, matrix):
     return f"results/survey/controls/{repo}/{revision}/{matrix}"
 
 
+def trained_control_dir(arch, variant, seed, step, matrix):
+    """The input or output `matrix` of an untied run's checkpoint written as a tied model (trained controls)."""
+    return f"results/controls/{arch}/{variant}/seed{seed}/step{step}/{matrix}"
+
+
 def model_dir(ref, seed, step, full=False):
     """The save_pretrained-style directory a reference resolves to."""
     if is_trained(ref):
@@ -98,8 +103,10 @@ def pair_models(pair, seed, step=None, full=False):
     step = pair_step(pair) if step is None else step
     p = PAIRS[pair]
     models = {role: model_dir(p[role], seed, step, full) for role in ("tied", "untied") if role in p}
-    if "control" in p:  # a negative control: the tied role is one matrix of an untied hub model
-        models["tied"] = control_dir(p["tied"]["hub"], p["tied"].get("revision", "main"), p["control"])
+    if "control" in p:  # a negative control: the tied role is one matrix of a second untied model
+        t = p["tied"]
+        models["tied"] = (trained_control_dir(t["arch"], t["variant"], seed, step, p["control"]) if is_trained(t)
+                          else control_dir(t["hub"], t.get("revision", "main"), p["control"]))
     return models
 
 
@@ -177,20 +184,24 @@ def early_steps():
 
 
 def claims_inputs(wildcards):
-    """Per-seed metric files of the claims pair, by claim_statistics argument name."""
-    pair = config["tables"]["claims"]
+    """Per-seed metric files of the claims pairs, by claim_statistics argument name: every metric of the
+    first pair; the alignment and KNN metrics of the others as further_alignment, further_knn."""
+    pair, *further = claims_pairs(config)
     metrics = {"alignment": rules.alignment, "knn": rules.knn, "evolution": rules.evolution,
                "grad_flow": rules.grad_flow, "norm_freq": rules.norm_freq, "scaling": rules.scaling}
     if not is_trained(PAIRS[pair]["untied"]):
         metrics = {k: v for k, v in metrics.items() if k in ("alignment", "knn", "evolution")}
     inputs = {name: per_seed(r.output[0], pair) for name, r in metrics.items()} | {"lens": lens_metrics(pair)}
+    if further:
+        inputs |= {f"further_{name}": [f for p in further for f in per_seed(r.output[0], p)]
+                   for name, r in (("alignment", rules.alignment), ("knn", rules.knn))}
     paper_scale = config["analysis"].get("paper_scale_claims")
     return inputs | ({"paper_scale": paper_scale} if paper_scale else {})
 
 
 def claims_at_paper_scale():
     """True when the claims pair is released checkpoints: its own numbers are the paper-scale ones."""
-    return not is_trained(PAIRS[config["tables"]["claims"]]["untied"])
+    return not is_trained(PAIRS[claims_pairs(config)[0]]["untied"])
 
 
 def lens_inputs(pair, role, seed):

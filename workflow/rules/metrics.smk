@@ -1,6 +1,29 @@
 # One rule per metric; each writes tidy Parquet per (pair, seed) under results/metrics/.
 
 
+rule trained_control:
+    input:
+        lambda w: checkpoint_dir(w.arch, w.variant, w.seed, w.step),
+    output:
+        directory(trained_control_dir("{arch}", "{variant}", "{seed}", "{step}", "{matrix}")),
+    log:
+        "logs/controls/{arch}/{variant}/seed{seed}/step{step}/{matrix}.log",
+    benchmark:
+        "results/benchmarks/controls/{arch}/{variant}/seed{seed}/step{step}/{matrix}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    wildcard_constraints:
+        seed=r"\d+",
+        step=r"\d+",
+        matrix="input|output",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/control.py"
+
+
 rule alignment:
     input:
         unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),

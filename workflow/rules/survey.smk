@@ -31,7 +31,7 @@ rule survey_control:
     conda:
         "../envs/tying.yaml"
     script:
-        "../scripts/survey_control.py"
+        "../scripts/control.py"
 
 
 rule survey_table:

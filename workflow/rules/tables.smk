@@ -118,7 +118,8 @@ rule claims:
         md=report("results/tables/claims.md", caption="../report/claims.rst", category="Tables"),
         seeds="results/tables/claims_seeds.parquet",
     params:
-        pair=config.get("tables", {}).get("claims"),
+        pairs=claims_pairs(config),
+        released=lambda w: released_pairs(claims_pairs(config)),
         k=config["analysis"]["knn_k"],
         early_steps=early_steps(),
         scaled_variant=config["analysis"]["scaled_variant"],

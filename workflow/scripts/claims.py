@@ -1,6 +1,7 @@
 import pandas as pd
 
-from tying.claims import claim_statistics, claims_table, paper_scale_values, seed_table, with_paper_scale, write_claims
+from tying.claims import (claim_statistics, claims_table, further_claims, paper_scale_values, seed_table,
+                          with_paper_scale, write_claims)
 from tying.script import run
 from tying.tidy import read_frames
 
@@ -9,19 +10,25 @@ def main(snakemake):
     p = snakemake.params
     inputs = dict(snakemake.input.items())
     paper_scale_path = inputs.pop("paper_scale", None)
+    further = {name: read_frames(inputs.pop(f"further_{name}")) for name in ("alignment", "knn")
+               if f"further_{name}" in inputs}
     frames = {name: read_frames(paths) for name, paths in inputs.items()}
-    statistics = claim_statistics(**frames, pair=p.pair, k=p.k, early_steps=p.early_steps,
+    pair, *others = p.pairs
+    statistics = claim_statistics(**frames, pair=pair, k=p.k, early_steps=p.early_steps,
                                   scaled_variant=p.scaled_variant)
     rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
-    table = claims_table(statistics, one_pair=p.at_paper_scale).assign(rows=rows)
+    table = claims_table(statistics, one_pair=p.at_paper_scale, pair=pair).assign(rows=rows)
     if paper_scale_path:  # a paper-scale run's claims table
         paper_scale = pd.read_parquet(paper_scale_path)
         table = with_paper_scale(table, paper_scale_values(paper_scale)).assign(
             paper_scale_rows=paper_scale["rows"].iloc[0] if "rows" in paper_scale.columns else "")
     elif p.at_paper_scale:  # this run is the paper-scale one
         table = with_paper_scale(table, paper_scale_values(table)).assign(paper_scale_rows=rows)
-    out = snakemake.output
-    write_claims(table, seed_table(statistics), out.parquet, out.md, out.seeds)
+    seeds = seed_table(statistics).assign(pair=pair)
+    if others:
+        more, more_seeds = further_claims(further["alignment"], further["knn"], others, p.k, p.released)
+        table, seeds = pd.concat([table, more], ignore_index=True), pd.concat([seeds, more_seeds], ignore_index=True)
+    write_claims(table, seeds, snakemake.output.parquet, snakemake.output.md, snakemake.output.seeds)
 
 
 run(snakemake, main)
