@@ -1,11 +1,13 @@
 """The training corpus's sources as (doc_id, text) streams, and its deterministic train/validation split.
 
-Sources: the Python standard library's own documentation (offline default), a Hugging Face
-dataset streamed up to a token budget (offline: from the hub cache), or local text / JSON lines /
-Parquet files.
+Sources: the Python standard library's own documentation (offline default), the docstrings of
+named installed distributions (offline, larger), a Hugging Face dataset streamed up to a token
+budget (offline: from the hub cache), or local text / JSON lines / Parquet files.
 """
 import ast
 import gc
+import hashlib
+import importlib.metadata
 import json
 import sysconfig
 import zlib
@@ -32,6 +34,58 @@ def stdlib_documents():
         text = "\n\n".join(_docstrings(path))
         if text:
             yield f"module:{rel.as_posix()}", text
+
+
+def docstring_documents(distributions):
+    """Yield (doc_id, text): for each named installed distribution in turn, the docstrings of each of
+    its .py source files (its RECORD's, in path order; tests skipped as for stdlib), one document a
+    file. Read with `ast`, nothing imported: the same documents wherever the pinned versions are."""
+    for name in distributions:
+        dist = _distribution(name)
+        for file in sorted((f for f in dist.files if f.suffix == ".py"), key=lambda f: f.as_posix()):
+            if SKIP_DIRS.intersection(file.parts[:-1]) or file.name.startswith("test_"):
+                continue
+            path = Path(dist.locate_file(file))
+            if not path.is_file():
+                raise PipelineError(f"distribution {name} {dist.version} lists {file} but it is not installed "
+                                    f"(reinstall: pip install -c constraints.txt -e .)")
+            text = "\n\n".join(_docstrings(path))
+            if text:
+                yield f"docstrings:{name}:{file.as_posix()}", text
+
+
+def distribution_versions(distributions):
+    """'name version' of each named installed distribution, comma-separated (the docstring source's log)."""
+    return ", ".join(f"{name} {_distribution(name).version}" for name in distributions)
+
+
+def _distribution(name):
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise PipelineError(f"corpus.distributions: {name!r} is not installed "
+                            f"(pip install -c constraints.txt -e .)") from None
+    if dist.files is None:
+        raise PipelineError(f"corpus.distributions: {name!r} has no RECORD of its files")
+    return dist
+
+
+class Digest:
+    """A (doc_id, text) stream passed through, counting documents and characters and hashing it:
+    sha256 over each document's id and text, each followed by a NUL, in order."""
+
+    def __init__(self, documents):
+        self.documents, self.count, self.characters, self.sha256 = documents, 0, 0, hashlib.sha256()
+
+    def __iter__(self):
+        for doc_id, text in self.documents:
+            self.count += 1
+            self.characters += len(text)
+            self.sha256.update(f"{doc_id}\0{text}\0".encode())
+            yield doc_id, text
+
+    def summary(self):
+        return f"{self.count:,} documents, {self.characters:,} characters, sha256 {self.sha256.hexdigest()}"
 
 
 def _docstrings(path):

@@ -1,7 +1,8 @@
 """The corpus in shards: each shard a contiguous block of the source, streamed to a Parquet file.
 
 Shard k of n takes the k-th contiguous block of the source's parts: the dataset's data files for
-`hf` (datasets' `IterableDataset.shard`), the listed files for `local`; `stdlib` is one part.
+`hf` (datasets' `IterableDataset.shard`), the listed files for `local`, the listed distributions
+for `docstrings`; `stdlib` is one part.
 Read in shard order, the shards give the same documents in the same order as one shard, so a
 source read whole gives the same token stream whatever `corpus.shards` is. Documents are
 written and read in row groups of bounded size: no stage holds the corpus in memory
@@ -11,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tying.corpus import hf_documents, local_documents, split_of, stdlib_documents
+from tying.corpus import docstring_documents, hf_documents, local_documents, split_of, stdlib_documents
 from tying.errors import PipelineError
 from tying.io import atomic_path
 
@@ -37,6 +38,8 @@ def shard_documents(corpus, index):
         return stdlib_documents()
     if source == "local":
         return local_documents(block(list(corpus["paths"]), n, index), corpus.get("text_field", "text"))
+    if source == "docstrings":
+        return docstring_documents(block(list(corpus["distributions"]), n, index))
     return hf_documents(corpus["path"], corpus.get("name"), corpus.get("split", "train"), corpus.get("revision"),
                         corpus.get("text_field", "text"), -(-corpus["max_tokens"] // n), shard=(index, n))
 

@@ -1,10 +1,19 @@
+import sys
+
+from tying.corpus import Digest, distribution_versions
 from tying.script import run
-from tying.shards import shard_documents, write_documents
+from tying.shards import block, shard_documents, write_documents
 
 
 def main(snakemake):
-    cfg = snakemake.params.corpus
-    write_documents(shard_documents(cfg, snakemake.params.shard), snakemake.output.documents, cfg["val_fraction"])
+    cfg, shard = snakemake.params.corpus, snakemake.params.shard
+    documents = Digest(shard_documents(cfg, shard))
+    counts = write_documents(documents, snakemake.output.documents, cfg["val_fraction"])
+    source = cfg["source"]
+    if source == "docstrings":
+        source += " of " + distribution_versions(block(list(cfg["distributions"]), cfg.get("shards", 1), shard))
+    print(f"corpus shard {shard} ({source}): {documents.summary()}; {counts['train']:,} train, "
+          f"{counts['val']:,} val", file=sys.stderr)
 
 
 run(snakemake, main)
