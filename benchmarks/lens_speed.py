@@ -2,8 +2,10 @@
 
 The model is the default config's OLMo (hidden 96, 3 layers, 4 heads, vocab 4096, seq 64),
 trained briefly on a synthetic Markov stream so that its layers have something to say.
-Usage: .venv/bin/python benchmarks/lens_speed.py [--steps 100] [--batch-size 8] [--lr 0.01] [--threads 1]
-[--no-heap] (leave glibc's malloc thresholds as they are, as lens jobs did before tying.runtime)
+The lens recipe and budget are config.yaml's `lens:` section unless overridden.
+Usage: .venv/bin/python benchmarks/lens_speed.py [--steps N] [--batch-size N] [--optimizer sgd|adam] [--lr LR]
+[--no-clip] [--threads 1] [--no-heap] (leave glibc's malloc thresholds as they are, as lens jobs did before
+tying.runtime)
 """
 import argparse
 import time
@@ -11,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 from transformers import AutoModelForCausalLM, OlmoConfig
 
-from tying.lens import evaluate_lens, train_lens
+from tying.lens import evaluate_lens, recipe, train_lens
 from tying.runtime import keep_freed_memory
 from tying.unembed import frozen_model
 
@@ -56,11 +59,14 @@ def trained_model(tokens):
 
 
 def main():
+    cfg = yaml.safe_load((Path(__file__).parents[1] / "config.yaml").read_text())["lens"]
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--eval-batches", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=cfg["steps"])
+    parser.add_argument("--batch-size", type=int, default=cfg["batch_size"])
+    parser.add_argument("--optimizer", choices=["sgd", "adam"], default=cfg["optimizer"])
+    parser.add_argument("--lr", type=float, default=cfg["lr"])
+    parser.add_argument("--no-clip", action="store_true", help="no gradient clipping (the recipe before tuned-lens's)")
+    parser.add_argument("--eval-batches", type=int, default=cfg["eval_batches"])
     parser.add_argument("--threads", type=int, default=1, help="the lens rule's default")
     parser.add_argument("--no-heap", action="store_true")
     args = parser.parse_args()
@@ -70,12 +76,14 @@ def main():
     train, val = markov_tokens(300_000, seed=1), markov_tokens(60_000, seed=2)
     model = trained_model(train)
     wall, cpu = time.perf_counter(), time.process_time()
-    lens = train_lens(model, train, seq_len=SEQ, steps=args.steps, batch_size=args.batch_size, lr=args.lr)
+    cfg = {**cfg, "steps": args.steps, "batch_size": args.batch_size, "seq_len": SEQ, "optimizer": args.optimizer,
+           "lr": args.lr, "grad_clip": None if args.no_clip else cfg["grad_clip"]}
+    lens = train_lens(model, train, **recipe(cfg))
     trained_wall, trained_cpu = time.perf_counter() - wall, time.process_time() - cpu
     frame = evaluate_lens(model, lens, val, seq_len=SEQ, batch_size=args.batch_size, batches=args.eval_batches)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(frame.pivot(index="layer", columns="lens", values="kl_bits").round(3).to_string())
-    print(f"steps={args.steps} batch={args.batch_size} lr={args.lr} threads={args.threads}: "
+    print(f"{recipe(cfg)} threads={args.threads}: "
           f"train {trained_wall:.1f} s wall / {trained_cpu:.1f} s CPU; train+eval {wall:.1f} s wall / {cpu:.1f} s CPU")
 
 
