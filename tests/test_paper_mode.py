@@ -108,6 +108,11 @@ def test_claims_of_a_paper_run_fill_their_own_paper_scale_column(paper_run):
     assert claims.loc["C1", "verdict"].endswith("(one pair of models)")
     assert claims.loc["C3", "verdict"] == "direction only (one pair of models)"
     assert "paper_scale" in (paper_run / "results/tables/claims.md").read_text()
+    # The commits the numbers came from, as each fetch recorded them: tied / untied, short.
+    commits = [json.loads((paper_run / f"results/hub/embeddings/test-org/olmo-{role}/main/source.json").read_text())
+               ["commit"][:7] for role in ("tied", "untied")]
+    assert (claims["commits"] == " / ".join(commits)).all()
+    assert " / ".join(commits) in (paper_run / "results/tables/claims.md").read_text()
 
 
 def test_paper_scale_claims_file_fills_the_column_and_flags_differences(paper_run, hub_env, tmp_path):

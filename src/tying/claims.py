@@ -372,7 +372,8 @@ def write_claims(table, seeds, parquet_path, md_path, seeds_path):
     the readable ones to Markdown."""
     write_parquet(table, parquet_path)
     write_parquet(seeds, seeds_path)
-    extra = [c for c in ("paper_scale", "paper_scale_differs", "paper_scale_rows") if c in table.columns]
+    extra = [c for c in ("commits", "paper_scale", "paper_scale_differs", "paper_scale_rows", "paper_scale_commits")
+             if c in table.columns]
     with atomic_path(md_path) as tmp:
         tmp.write_text(markdown(table, ["pair"] * ("pair" in table.columns) + MD_COLUMNS + extra))
 

@@ -4,7 +4,7 @@ Files are read through an fsspec file system: `HfFileSystem` (paths `{repo_id}@{
 or, when HF_HUB_OFFLINE is set, the local file system over the snapshot in the hub cache
 (HF_HUB_CACHE / HF_HOME). The embedding-only fetch reads each safetensors header and then
 only the byte ranges of the embedding and output tensors. A revision stored only as
-pytorch_model.bin (Pythia's step branches, GPT-Neo-2.7B) is converted to model.safetensors:
+pytorch_model.bin (Pythia's step branches, for example) is converted to model.safetensors:
 for the embeddings alone, a torch zip checkpoint is read by range too (central directory,
 data.pkl, then only the embeddings' storages; sharded, only the shards holding them) and a
 legacy (pre-zip) one downloaded whole; a full fetch downloads every .bin file whole.

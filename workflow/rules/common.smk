@@ -195,6 +195,8 @@ def claims_inputs(wildcards):
     if further:
         inputs |= {f"further_{name}": [f for p in further for f in per_seed(r.output[0], p)]
                    for name, r in (("alignment", rules.alignment), ("knn", rules.knn))}
+    if not is_trained(PAIRS[pair]["untied"]):  # the fetch records naming the commits measured
+        inputs["sources"] = [pair_models(pair, 0)[role] for role in ("tied", "untied")]
     paper_scale = config["analysis"].get("paper_scale_claims")
     return inputs | ({"paper_scale": paper_scale} if paper_scale else {})
 
