@@ -39,6 +39,10 @@ def test_the_shipped_configs_pass():
     (paper_with(figures={"fig2": UNTIED_ONLY}), "figures.fig2: " + NO_TIED.format(target="fig2")),
     (paper_with(figures={"fig7": UNTIED_ONLY}), "figures.fig7: " + NO_TIED.format(target="fig7")),
     (paper_with(drop_evolution=True), "figures.fig3: " + NO_EVOLUTION),
+    (paper_with(figures={"fig5": "main"}), "figures.fig5: pair 'main' is released models, and fig5 reads what only "
+     "a pair the pipeline trains has (training logs, gradient provenance, token counts)"),
+    (paper_with(tables={"table2": "main"}), "tables.table2: pair 'main' is released models, and table2 reads what "
+     "only a pair the pipeline trains has (training logs, gradient provenance, token counts)"),
     (paper_with(figures={"fig3": "family"}), "figures.fig3: " + NO_EVOLUTION.replace("'main'", "'family'")),
     (paper_with(figures={"fig3": "olmo7b"}, drop_evolution=True), "tables.claims: " + NO_EVOLUTION),
 ])

@@ -9,6 +9,8 @@ from tying.errors import PipelineError
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
+# Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7"}
 # Targets a trained negative control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
 CONTROL_TARGETS = {"table1", "table5", "claims"}
 
@@ -98,6 +100,9 @@ def _check_pairs(config):
         if target == "claims" and "control" in pairs[pair] and pair == claims_pairs(config)[0]:
             raise PipelineError(f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) "
                                 "can only follow it")
+        if target in NEEDS_TRAINED and "arch" not in pairs[pair]["untied"]:
+            raise PipelineError(f"{key}: pair {pair!r} is released models, and {target} reads what only a pair the "
+                                "pipeline trains has (training logs, gradient provenance, token counts)")
         if target in NEEDS_TIED and "tied" not in pairs[pair]:
             raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
         further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
