@@ -2,20 +2,24 @@
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 import transformers as tf
+import yaml
+from safetensors.torch import load_file
 
 from tying.errors import PipelineError
 from tying.figures.kl_by_layer import plot_kl_by_layer
 from tying.claims import early_layer_gap
-from tying.lens import (TunedLens, backward_mean_kl, evaluate_lens, kl_bits, load_lens, save_lens,
-                        target_probabilities, train_lens)
+from tying.lens import (TunedLens, backward_mean_kl, convergence, evaluate_lens, kl_bits, load_lens, recipe,
+                        save_lens, target_probabilities, train_lens)
 from tying.unembed import frozen_model, readout, residual_states
 
+ROOT = Path(__file__).resolve().parents[1]
 V, D, SEQ = 64, 32, 16
 TINY = {
     "olmo": lambda: tf.OlmoConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
@@ -70,16 +74,16 @@ def test_kl_is_in_bits():
     torch.testing.assert_close(kl_bits(p, q), expected)
 
 
-def test_lens_training_gradient_is_autograds_gradient_of_the_mean_kl():
+def test_lens_training_gradient_is_autograds_gradient_of_the_mean_kl_in_nats():
     torch.manual_seed(0)
     target, weight = torch.randn(5, 7, 11), torch.randn(11, 11, requires_grad=True)
     h = torch.randn(5, 7, 11)
     backward_mean_kl(target_probabilities(target), h @ weight)
     log_p = target.log_softmax(-1)
-    reference = (log_p.exp() * (log_p - (h @ weight).log_softmax(-1))).sum(-1) / math.log(2)
-    (expected,) = torch.autograd.grad(reference.mean(), weight)
+    nats = (log_p.exp() * (log_p - (h @ weight).log_softmax(-1))).sum(-1)  # trained in nats, as tuned-lens
+    (expected,) = torch.autograd.grad(nats.mean(), weight)
     torch.testing.assert_close(weight.grad, expected)
-    torch.testing.assert_close(kl_bits(target, h @ weight).mean(), reference.mean())
+    torch.testing.assert_close(kl_bits(target, h @ weight).mean(), nats.mean() / math.log(2))
 
 
 def test_untrained_tuned_lens_equals_logit_lens():
@@ -105,12 +109,72 @@ def test_state_l_is_read_with_translator_l():
 
 def test_training_lowers_early_kl_below_logit_lens():
     model = tiny_model("olmo", initializer_range=0.3)
-    lens = train_lens(model, markov_tokens(20_000, 1), seq_len=SEQ, steps=60, batch_size=8, lr=0.03)
+    lens = train_lens(model, markov_tokens(20_000, 1), seq_len=SEQ, steps=60, batch_size=8, lr=1.0)
     frame = evaluate_lens(model, lens, markov_tokens(2_000, 2), seq_len=SEQ, batch_size=8, batches=4)
     wide = frame.pivot(index="layer", columns="lens", values="kl_bits")
     assert wide.loc[0, "tuned"] < 0.7 * wide.loc[0, "logit"]
     assert wide.loc[1, "tuned"] < wide.loc[1, "logit"]
     assert wide.loc[2, "tuned"] == wide.loc[2, "logit"] < 1e-5
+
+
+def test_first_step_is_nesterov_sgd_on_the_clipped_global_gradient():
+    # Step 1 from A = b = 0 (no decay yet): the update is lr (1 - m) (1 + m) times the gradient, its norm
+    # over every translator together clipped to grad_clip, so the update's norm is known exactly.
+    model, tokens = tiny_model("olmo", initializer_range=0.3), markov_tokens(2_000, 1)
+    for clip, lr in ((1e-3, 1.0), (2e-3, 0.5)):
+        lens = train_lens(model, tokens, seq_len=SEQ, steps=1, batch_size=4, lr=lr, momentum=0.9, grad_clip=clip)
+        norm = torch.cat([lens.weight.flatten(), lens.bias.flatten()]).norm().item()
+        assert norm == pytest.approx(lr * 0.1 * 1.9 * clip, rel=1e-4)
+    unclipped = train_lens(model, tokens, seq_len=SEQ, steps=1, batch_size=4, lr=1.0, grad_clip=None)
+    assert torch.cat([unclipped.weight.flatten(), unclipped.bias.flatten()]).norm() > 0.19 * 1e-2
+    adam = train_lens(model, tokens, seq_len=SEQ, steps=1, batch_size=4, lr=1e-3, optimizer="adam", grad_clip=None)
+    assert adam.bias.abs().max().item() == pytest.approx(1e-3, rel=1e-3)  # Adam's first step: lr * sign(g)
+    with pytest.raises(PipelineError, match="optimizer"):
+        train_lens(model, tokens, seq_len=SEQ, steps=1, batch_size=4, lr=1.0, optimizer="lion")
+
+
+def test_default_budget_is_near_convergence_on_a_tiny_model():
+    """The config's lens recipe and budget, scaled to 16-token windows (4x the windows, the same tokens per
+    step), on a tied model: how far doubling the steps still moves a state's held-out KL."""
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["lens"]
+    cfg = {**cfg, "seq_len": SEQ, "batch_size": cfg["batch_size"] * cfg["seq_len"] // SEQ}
+    model = tiny_model("olmo", initializer_range=0.3, tie_word_embeddings=True)
+    train, val = markov_tokens(40_000, 1), markov_tokens(4_000, 2)
+    frames = [evaluate_lens(model, train_lens(model, train, **{**recipe(cfg), "steps": steps}), val, seq_len=SEQ,
+                            batch_size=8, batches=8) for steps in (cfg["steps"], 2 * cfg["steps"])]
+    check = convergence(*frames)
+    assert check["kl_bits"].iloc[0] < 0.7 * frames[1].query("lens == 'logit'")["kl_bits"].iloc[0]  # it learnt
+    # Measured 0.0172 bits (state 0): the budget misses the 0.01-bit tolerance here, as it does on the main
+    # pair's tied seed 1 (0.0146 from 400 to 800 steps); this bounds how far from it the budget is.
+    assert check["change_bits"].abs().max() <= 0.02
+
+
+@pytest.mark.parametrize("family", ["olmo", "gpt_neox"])
+def test_saved_lens_evaluates_to_the_tuned_lens_kl_computed_independently(family, tmp_path):
+    """evaluate_lens on a saved and reloaded lens against the tuned-lens forward written out here:
+    translator h + A h + b on transformers' own hidden states, the frozen final norm, the unembedding,
+    then KL(p_final || p_lens) in bits, averaged over the same consecutive windows."""
+    model, tokens = tiny_model(family, initializer_range=0.3), markov_tokens(1_000, 3)
+    save_lens(train_lens(model, markov_tokens(4_000, 1), seq_len=SEQ, steps=5, batch_size=4, lr=1.0),
+              tmp_path / "lens.safetensors")
+    frame = evaluate_lens(model, load_lens(tmp_path / "lens.safetensors"), tokens, seq_len=SEQ, batch_size=4,
+                          batches=2)
+    tensors = load_file(tmp_path / "lens.safetensors")  # read from the file itself, not through load_lens
+    weight, bias = tensors["weight"], tensors["bias"]
+    norm, head = {"olmo": lambda: (model.model.norm, model.lm_head),
+                  "gpt_neox": lambda: (model.gpt_neox.final_layer_norm, model.lm_head)}[family]()
+    ids = torch.from_numpy(tokens[: 8 * SEQ].astype(np.int64)).reshape(8, SEQ)
+    with torch.no_grad():
+        out = model(input_ids=ids, output_hidden_states=True)
+        log_p = out.logits.log_softmax(-1)
+        expected = []
+        for layer, h in enumerate(out.hidden_states[:-1]):
+            log_q = head(norm(h + h @ weight[layer].T + bias[layer])).log_softmax(-1)
+            expected.append(((log_p.exp() * (log_p - log_q)).sum(-1) / math.log(2)).mean().item())
+    tuned = frame.query("lens == 'tuned'").set_index("layer")["kl_bits"]
+    assert weight.abs().max() > 1e-3 and min(expected) > 0.05
+    np.testing.assert_allclose(tuned.iloc[:-1], expected, rtol=1e-5, atol=1e-6)
+    assert tuned.iloc[-1] < 1e-5  # the last state is the model's own logits
 
 
 def test_lens_weights_round_trip(tmp_path):
