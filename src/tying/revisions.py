@@ -63,23 +63,28 @@ def evolution_block(branches, indent):
 def set_evolution(config_path, pair, branches):
     """Rewrite `pairs.<pair>.evolution` of the YAML config at `config_path` as `branches`, adding the
     key after the pair's `untied` entry when it has none; every other line is kept as it is."""
+    _set_pair_key(config_path, pair, "evolution", branches, evolution_block)
+
+
+def _set_pair_key(config_path, pair, name, value, block):
+    """Rewrite `pairs.<pair>.<name>` of the YAML config at `config_path` as `value`, formatted by
+    block(value, indent), adding the key after the pair's `untied` entry when it has none; every other
+    line is kept as it is, and the result is read back to check it before it is written."""
     text = Path(config_path).read_text()
     pairs = _mapping(yaml.compose(text), "the config").get("pairs", (None, None))[1]
     entries = _mapping(_mapping(pairs, "pairs").get(pair, (None, None))[1], f"pairs.{pair}")
-    if "evolution" in entries:
-        key, value = entries["evolution"]
-        block = evolution_block(branches, key.start_mark.column + 2)
-        text = text[:key.end_mark.index] + ":" + block + text[_end(value):]
+    if name in entries:
+        key, node = entries[name]
+        text = text[:key.end_mark.index] + ":" + block(value, key.start_mark.column + 2) + text[_end(node):]
     elif "untied" in entries:
-        key, value = entries["untied"]
-        line_end = text.find("\n", _end(value))
-        line_end = len(text) if line_end < 0 else line_end
-        text = text[:line_end] + f"\n{' ' * key.start_mark.column}evolution:" + evolution_block(
-            branches, key.start_mark.column + 2) + text[line_end:]
+        key, node = entries["untied"]
+        line_end = _line_end(text, _end(node))
+        text = (text[:line_end] + f"\n{' ' * key.start_mark.column}{name}:"
+                + block(value, key.start_mark.column + 2) + text[line_end:])
     else:
         raise PipelineError(f"{config_path}: pairs.{pair} has no untied model to follow")
-    if yaml.safe_load(text)["pairs"][pair]["evolution"] != branches:
-        raise PipelineError(f"{config_path}: could not rewrite pairs.{pair}.evolution in place")
+    if yaml.safe_load(text)["pairs"][pair][name] != value:
+        raise PipelineError(f"{config_path}: could not rewrite pairs.{pair}.{name} in place")
     with atomic_path(config_path) as tmp:
         tmp.write_text(text)
 
@@ -234,24 +239,7 @@ def trajectory_block(points, indent):
 def set_trajectory(config_path, pair, points):
     """Rewrite `pairs.<pair>.trajectory` of the YAML config at `config_path` as `points`, adding the key
     after the pair's `untied` entry when it has none; every other line is kept as it is."""
-    text = Path(config_path).read_text()
-    pairs = _mapping(yaml.compose(text), "the config").get("pairs", (None, None))[1]
-    entries = _mapping(_mapping(pairs, "pairs").get(pair, (None, None))[1], f"pairs.{pair}")
-    if "trajectory" in entries:
-        key, value = entries["trajectory"]
-        block = trajectory_block(points, key.start_mark.column + 2)
-        text = text[:key.end_mark.index] + ":" + block + text[_end(value):]
-    elif "untied" in entries:
-        key, value = entries["untied"]
-        line_end = _line_end(text, _end(value))
-        text = (text[:line_end] + f"\n{' ' * key.start_mark.column}trajectory:"
-                + trajectory_block(points, key.start_mark.column + 2) + text[line_end:])
-    else:
-        raise PipelineError(f"{config_path}: pairs.{pair} has no untied model to match")
-    if yaml.safe_load(text)["pairs"][pair]["trajectory"] != points:
-        raise PipelineError(f"{config_path}: could not rewrite pairs.{pair}.trajectory in place")
-    with atomic_path(config_path) as tmp:
-        tmp.write_text(text)
+    _set_pair_key(config_path, pair, "trajectory", points, trajectory_block)
 
 
 def _token_branches(names, role):
