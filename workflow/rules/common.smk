@@ -283,3 +283,48 @@ def survey_comparison(pair):
     return {"pair": pair, "family": SURVEY["comparisons"][pair], "control": p.get("control"), "tied": tied,
             "untied": reference_name(p["untied"]), "params_tied": params.get(p["tied"]["hub"], float("nan")),
             "params_untied": params.get(p["untied"]["hub"], float("nan"))}
+
+
+# --- Claims over training (trajectory.smk) -----------------------------------------------------------
+_unwritten = [p for p in config.get("tables", {}).get("claims_over_training", [])
+              if p in PAIRS and not is_trained(PAIRS[p]["untied"]) and not PAIRS[p].get("trajectory")]
+if _unwritten:
+    sys.exit(f"config error: pairs.{_unwritten[0]}.trajectory is empty: write it with "
+             f"python -m tying.revisions match (README, Claims over training)")
+
+
+def trajectory_points(pair):
+    """The pair's points in order: {step, tokens} of each checkpoint (trained) or, for a released pair,
+    {tokens, tied, untied, tied_tokens, untied_tokens} (tokens seen; revisions) of each trajectory entry."""
+    p = PAIRS[pair]
+    if is_trained(p["untied"]):
+        train, seq_len = config["train"], model_dims(config, p["untied"]["arch"])["seq_len"]
+        return [{"step": s, "tokens": s * train["batch_size"] * seq_len} for s in CHECKPOINT_STEPS]
+    return [{"tokens": point["tokens_b"] * 1e9, "tied": point["tied"], "untied": point["untied"],
+             "tied_tokens": point["tied_tokens_b"] * 1e9, "untied_tokens": point["untied_tokens_b"] * 1e9}
+            for point in p["trajectory"]]
+
+
+def trajectory_variants(pair):
+    """The tied variant and analysis.scaled_variant when the pair trains it (claims C7a, C7b), else []."""
+    p, scaled = PAIRS[pair], config["analysis"]["scaled_variant"]
+    return [p["tied"]["variant"], scaled] if is_trained(p["untied"]) and scaled in p.get("scaled", []) else []
+
+
+def trajectory_inputs(pair, seed):
+    """Model directories by role, one per point (scaled: one per point and variant); a trained pair's
+    analysed-token set (the final-step metrics' own) and evolution metric (C4)."""
+    p = PAIRS[pair]
+    if not is_trained(p["untied"]):
+        points = trajectory_points(pair)
+        return {role: [hub_dir(p[role]["hub"], point[role]) for point in points] for role in ("tied", "untied")}
+    models = [pair_models(pair, seed, s) for s in CHECKPOINT_STEPS]
+    scaled = [model_dir({**p["tied"], "variant": v}, seed, s) for s in CHECKPOINT_STEPS
+              for v in trajectory_variants(pair)]
+    inputs = {role: [m[role] for m in models] for role in ("tied", "untied")} | token_set(pair, seed)
+    return inputs | {"scaled": scaled, "evolution": expand(rules.evolution.output[0], pair=pair, seed=seed)[0]}
+
+
+def claims_over_training_pairs():
+    """The pairs tables.claims_over_training names."""
+    return config.get("tables", {}).get("claims_over_training", [])
