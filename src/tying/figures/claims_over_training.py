@@ -11,7 +11,7 @@ from tying.figures import style
 
 PANELS = {  # claim -> (panel title, y label)
     "C1": ("C1: Out(U)→T − In(U)→T", "Δ mean cosine"),
-    "C2": ("C2: KNN overlap Out − In", "Δ overlap (share)"),
+    "C2": ("C2: KNN@k Out − In", "Δ overlap (share)"),
     "C4": ("C4: drift In − Out, untied", "Δ cosine to step 0"),
     "C7a": ("C7a: x5 − tied, to In(U)", "Δ cosine"),
     "C7b": ("C7b: x5 − tied, to Out(U)", "Δ cosine"),
