@@ -51,7 +51,8 @@ def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, ke
 
 
 @pytest.mark.parametrize("target,expected", [
-    ("figures/fig1.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "alignment": 1, "fig1": 1}),
+    ("figures/fig1.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "token_set": 1,
+                          "alignment": 1, "fig1": 1}),
     ("figures/fig2.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "lens": 2, "fig_lens": 1}),
     ("figures/fig4.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 1, "grad_flow": 1, "fig4": 1}),
 ])
