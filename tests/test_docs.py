@@ -1,0 +1,136 @@
+"""The README and docs/ name only things that exist: every relative link resolves (its #anchor to a
+heading of the target page), and every repository path written in backticks exists.
+
+Build outputs (.gitignore's paths: results/, figures/, logs/, runs/, benchmarks/out/, ...), paths
+outside the checkout (`../shared/...`, `~/...`, `/path/...`) and placeholders (`{arch}`, `<pair>`,
+`...`) are not checked.
+"""
+import fnmatch
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Top-level folders a path inside the repository starts with (besides those present now), so that a
+# path into a folder that was renamed away is still checked.
+REPO_FOLDERS = {"src", "tests", "workflow", "configs", "benchmarks", "profiles", "docs", ".ci"}
+
+FENCE = re.compile(r"^```.*?^```[^\n]*$", re.M | re.S)
+CODE_SPAN = re.compile(r"`([^`]+)`")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+MODULE = re.compile(r"-m\s+(tying(?:\.\w+)+)")
+PLACEHOLDER = re.compile(r"[{}<>$]|\.\.\.|…")
+
+
+def split_code(text):
+    """(prose without code, [code chunks]): fenced blocks and inline spans taken out of the prose."""
+    fences = FENCE.findall(text)
+    prose = FENCE.sub("", text)
+    spans = CODE_SPAN.findall(prose)
+    return CODE_SPAN.sub("", prose), fences + spans
+
+
+def slug(heading):
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading: its text
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def anchors(text):
+    """Every heading's anchor in a page (repeats get -1, -2, ... as on GitHub)."""
+    seen, out = {}, set()
+    for _, title in HEADING.findall(FENCE.sub("", text)):
+        base = slug(title)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def ignored_patterns(root=ROOT):
+    lines = (root / ".gitignore").read_text().splitlines()
+    return [line.strip().strip("/") for line in lines if line.strip() and not line.startswith("#")]
+
+
+def is_build_output(path, patterns):
+    parts = Path(path).parts
+    for pattern in patterns:
+        if "/" in pattern:
+            if path == pattern or path.startswith(pattern + "/"):
+                return True
+        elif any(fnmatch.fnmatch(part, pattern) for part in parts):
+            return True
+    return False
+
+
+def repo_paths(chunk, folders, patterns):
+    """The repository paths a code chunk names: words whose first part is a top-level folder."""
+    for word in re.split(r"[\s\"'(),;=|]+", chunk):
+        word = word.rstrip(".:").removeprefix("./")
+        if "/" not in word or PLACEHOLDER.search(word) or "://" in word or "@" in word:
+            continue
+        if word.startswith(("/", "~", "-")) or word.split("/")[0] not in folders:
+            continue
+        if not is_build_output(word.rstrip("/"), patterns):
+            yield word
+
+
+def problems(page, text, root=ROOT):
+    """One line per link, anchor, path or module in `text` (the page at `page`) that does not exist."""
+    out = []
+    prose, code = split_code(text)
+    for target in LINK.findall(prose):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            out.append(f"{page.name}: link to {target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text()):
+            out.append(f"{page.name}: link to {target}: no heading #{anchor} in {dest.name}")
+    folders = REPO_FOLDERS | {p.name for p in root.iterdir() if p.is_dir()}
+    patterns = ignored_patterns(root)
+    for chunk in code:
+        for word in repo_paths(chunk, folders, patterns):
+            found = list(root.glob(word.rstrip("/"))) if "*" in word else (root / word).exists()
+            if not found:
+                out.append(f"{page.name}: `{word}`: no such path in the repository")
+        for module in MODULE.findall(chunk):
+            base = root / "src" / Path(*module.split("."))
+            if not (base.with_suffix(".py").exists() or (base / "__init__.py").exists()):
+                out.append(f"{page.name}: `-m {module}`: no such module under src/")
+    return out
+
+
+def test_links_and_paths_exist():
+    found = [line for page in PAGES for line in problems(page, page.read_text())]
+    assert not found, "\n".join(found)
+
+
+def test_every_docs_page_is_linked_from_the_readme_or_the_index():
+    linked = set()
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        for target in LINK.findall(split_code(page.read_text())[0]):
+            path = target.partition("#")[0]
+            if path:
+                linked.add((page.parent / path).resolve())
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md")}
+    assert pages <= linked, sorted(p.name for p in pages - linked)
+
+
+def test_readme_holds_the_test_command_that_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    command = next(line for line in ci if line.startswith("python3 -m venv"))
+    assert command in (ROOT / "README.md").read_text().splitlines()
+
+
+def test_the_checker_flags_what_does_not_exist():
+    page = ROOT / "docs" / "index.md"
+    text = ("[a](missing.md) [b](../README.md#no-such-heading) [c](../README.md#the-two-commands)\n"
+            "`src/tying/no_such_module.py` `configs/paper.yaml` `results/built.parquet` `{arch}/x`\n"
+            "```bash\n.venv/bin/python -m tying.no_such --config configs/nope.yaml\n```\n")
+    found = problems(page, text)
+    assert len(found) == 5, found
+    for name in ("missing.md", "#no-such-heading", "no_such_module.py", "tying.no_such", "nope.yaml"):
+        assert any(name in line for line in found), (name, found)
