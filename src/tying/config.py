@@ -5,6 +5,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from tying.errors import PipelineError
+from tying.pairs import claims_pairs, is_trained, model_dims, schedule, trained, unwritten_trajectories
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
@@ -25,13 +26,13 @@ def check(config, schema_path):
         key = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise PipelineError(f"{key}: {error.message}") from None
     _check_shards(config["corpus"])
-    train = config["train"]
+    train, runs = config["train"], schedule(config)
     if train["batch_size"] % (train["nproc"] * train["grad_accum"]):
         raise PipelineError(f"train.batch_size: {train['batch_size']} is not a multiple of train.nproc x "
                             f"train.grad_accum ({train['nproc']} x {train['grad_accum']})")
-    late = sorted(s for s in train["checkpoints"] if s > train["steps"])
+    late = sorted(s for s in runs.checkpoints if s > runs.steps)
     if late:
-        raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({train['steps']})")
+        raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({runs.steps})")
     for arch in config["architectures"]:
         dims = model_dims(config, arch)
         if dims["hidden_size"] % dims["heads"]:
@@ -39,6 +40,10 @@ def check(config, schema_path):
                                 f"of heads {dims['heads']}")
     _check_pairs(config)
     _check_survey(config)
+    unwritten = unwritten_trajectories(config)
+    if unwritten:
+        raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.revisions "
+                            "match (README, Claims over training)")
 
 
 def _check_survey(config):
@@ -50,7 +55,7 @@ def _check_survey(config):
         if name not in pairs:
             raise PipelineError(f"survey.comparisons: unknown pair {name!r} (pairs: {', '.join(pairs) or 'none'})")
     for name, pair in pairs.items():
-        if name not in surveyed and ("control" not in pair or "arch" in pair.get("tied", {})):
+        if name not in surveyed and ("control" not in pair or is_trained(pair.get("tied", {}))):
             continue
         if not all("hub" in pair.get(role, {}) for role in ("tied", "untied")):
             raise PipelineError(f"pairs.{name}: the survey compares a tied and an untied released (hub) model")
@@ -71,11 +76,11 @@ def _check_shards(corpus):
 
 def _check_pairs(config):
     """Cross-references the schema cannot state: names that must exist, steps that must be exported."""
-    pairs, steps = config.get("pairs", {}), set(config["train"]["checkpoints"])
+    pairs, steps = config.get("pairs", {}), set(schedule(config).checkpoints)
     for name, pair in pairs.items():
         for role in ("tied", "untied"):
             ref = pair.get(role)
-            if ref and "arch" in ref:
+            if ref and is_trained(ref):
                 if ref["arch"] not in config["architectures"]:
                     raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r}")
                 if ref["variant"] not in config["variants"]:
@@ -100,25 +105,19 @@ def _check_pairs(config):
         if target == "claims" and "control" in pairs[pair] and pair == claims_pairs(config)[0]:
             raise PipelineError(f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) "
                                 "can only follow it")
-        if target in NEEDS_TRAINED and "arch" not in pairs[pair]["untied"]:
+        if target in NEEDS_TRAINED and not trained(config, pair):
             raise PipelineError(f"{key}: pair {pair!r} is released models, and {target} reads what only a pair the "
                                 "pipeline trains has (training logs, gradient provenance, token counts)")
         if target in NEEDS_TIED and "tied" not in pairs[pair]:
             raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
         further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
-        if (target in NEEDS_EVOLUTION and not further_claims and "arch" not in pairs[pair]["untied"]
+        if (target in NEEDS_EVOLUTION and not further_claims and not trained(config, pair)
                 and "evolution" not in pairs[pair]):
             raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
                                 "untied model)")
     if "table6" in config.get("tables", {}) and config["analysis"]["early_step"] not in steps:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")
-
-
-def claims_pairs(config):
-    """tables.claims as a list: the pair that gets every claim, then those that get C1 and C2."""
-    pairs = config.get("tables", {}).get("claims", [])
-    return [pairs] if isinstance(pairs, str) else list(pairs)
 
 
 def _targets(config):
@@ -129,21 +128,16 @@ def _targets(config):
     return wanted
 
 
-def model_dims(config, arch):
-    """model.* with the architecture's overrides applied (family removed)."""
-    overrides = {k: v for k, v in config["architectures"][arch].items() if k != "family"}
-    return {"intermediate_size": None, **config["model"], **overrides}
-
-
 def run_params(config, arch, variant):
     """Everything from the config that determines one training run's weights (RunSpec fields
     but seed and vocabulary); as a rule's params, a change to any of them reruns the job."""
     train, var = config["train"], config["variants"][variant]
-    keys = ("steps", "batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
+    runs = schedule(config, {"arch": arch, "variant": variant})
+    keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
             "grad_accum", "dtype")
     return {"family": config["architectures"][arch]["family"], **model_dims(config, arch), "tied": var["tied"],
             "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
-            "checkpoints": sorted(train["checkpoints"]), **{k: train[k] for k in keys}}
+            "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
 
 
 def typed_overrides(config, overrides):

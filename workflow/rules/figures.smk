@@ -3,7 +3,7 @@
 
 rule fig1:
     input:
-        lambda w: per_seed(rules.alignment.output[0], config["figures"]["fig1"]),
+        lambda w: per_seed(rules.alignment, config["figures"]["fig1"]),
     output:
         report("figures/fig1.pdf", caption="../report/fig1.rst", category="Figures"),
     params:
@@ -24,7 +24,7 @@ rule fig1:
 
 rule fig_evolution:
     input:
-        lambda w: per_seed(rules.evolution.output[0], config["figures"][w.fig]),
+        lambda w: per_seed(rules.evolution, config["figures"][w.fig]),
     output:
         report("figures/{fig}.pdf", caption="../report/evolution.rst", category="Figures"),
     params:
@@ -47,7 +47,7 @@ rule fig_evolution:
 
 rule fig4:
     input:
-        lambda w: per_seed(rules.grad_flow.output[0], config["figures"]["fig4"]),
+        lambda w: per_seed(rules.grad_flow, config["figures"]["fig4"]),
     output:
         report("figures/fig4.pdf", caption="../report/fig4.rst", category="Figures"),
     params:
@@ -68,7 +68,7 @@ rule fig4:
 
 rule fig5:
     input:
-        lambda w: per_seed(rules.norm_freq.output[0], config["figures"]["fig5"]),
+        lambda w: per_seed(rules.norm_freq, config["figures"]["fig5"]),
     output:
         report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
     params:

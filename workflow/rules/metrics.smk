@@ -26,12 +26,12 @@ rule trained_control:
 
 rule alignment:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),
+        unpack(metric_models),
     output:
         "results/metrics/alignment/{pair}/seed{seed}.parquet",
     params:
-        ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "held_out", "split_seed"),
+        ids=metric_ids,
+        analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
     log:
         "logs/metrics/alignment/{pair}/seed{seed}.log",
     benchmark:
@@ -48,12 +48,12 @@ rule alignment:
 
 rule knn:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),
+        unpack(metric_models),
     output:
         "results/metrics/knn/{pair}/seed{seed}.parquet",
     params:
-        ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "step": pair_step(w.pair)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "split_seed"),
+        ids=metric_ids,
+        analysis=lambda w: analysis_params(config, w.pair, "rows", "split_seed"),
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
     log:
@@ -73,15 +73,15 @@ rule knn:
 rule scaling:
     input:
         unpack(lambda w: token_set(w.pair, w.seed)),
-        untied=lambda w: [pair_models(w.pair, int(w.seed), s)["untied"] for s in scaling_steps()],
-        tied=lambda w: [d for s in scaling_steps() for d in scaled_models(w.pair, int(w.seed), s).values()],
+        untied=lambda w: [pair_models(config, w.pair, int(w.seed), s)["untied"] for s in scaling_steps(config)],
+        tied=lambda w: [d for s in scaling_steps(config) for d in scaled_models(config, w.pair, int(w.seed), s).values()],
     output:
         "results/metrics/scaling/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        analysis=lambda w: analysis_params(w.pair, "rows", "held_out", "split_seed"),
-        steps=lambda w: scaling_steps(),
-        variants=lambda w: list(scaled_models(w.pair, int(w.seed), FINAL_STEP)),
+        analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
+        steps=lambda w: scaling_steps(config),
+        variants=lambda w: scaled_variants(config, w.pair),
     log:
         "logs/metrics/scaling/{pair}/seed{seed}.log",
     benchmark:
@@ -99,13 +99,13 @@ rule scaling:
 rule evolution:
     input:
         unpack(lambda w: token_set(w.pair, w.seed)),
-        checkpoints=lambda w: list(evolution_models(w.pair, int(w.seed)).values()),
+        checkpoints=lambda w: list(evolution_models(config, w.pair, int(w.seed)).values()),
     output:
         "results/metrics/evolution/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"run": w.pair, "seed": int(w.seed)},
-        steps=lambda w: list(evolution_models(w.pair, int(w.seed))),
-        analysis=lambda w: analysis_params(w.pair, "rows"),
+        steps=lambda w: list(evolution_models(config, w.pair, int(w.seed))),
+        analysis=lambda w: analysis_params(config, w.pair, "rows"),
     log:
         "logs/metrics/evolution/{pair}/seed{seed}.log",
     benchmark:
@@ -129,7 +129,7 @@ rule grad_flow:
         "results/metrics/grad_flow/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "variant": PAIRS[w.pair]["tied"]["variant"]},
-        steps=max(config["analysis"]["grad_flow_steps"], early_steps()),
+        steps=max(config["analysis"]["grad_flow_steps"], early_steps(config)),
     log:
         "logs/metrics/grad_flow/{pair}/seed{seed}.log",
     benchmark:
@@ -146,13 +146,13 @@ rule grad_flow:
 
 rule norm_freq:
     input:
-        unpack(lambda w: pair_models(w.pair, int(w.seed)) | token_set(w.pair, w.seed)),
-        initial=lambda w: list(initial_models(w.pair, int(w.seed)).values()),
+        unpack(metric_models),
+        initial=lambda w: list(initial_models(config, w.pair, int(w.seed)).values()),
     output:
         "results/metrics/norm_freq/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        analysis=lambda w: analysis_params(w.pair, "rows"),
+        analysis=lambda w: analysis_params(config, w.pair, "rows"),
     log:
         "logs/metrics/norm_freq/{pair}/seed{seed}.log",
     benchmark:
@@ -171,12 +171,12 @@ rule loss:
     input:
         logs=lambda w: [
             expand(rules.train.output.log, arch=a, variant=v, seed=s)[0]
-            for a, v, s in trained_runs(config["tables"]["table7"])
+            for a, v, s in downstream_runs(config)
         ],
     output:
         "results/metrics/loss.parquet",
     params:
-        runs=lambda w: trained_runs(config["tables"]["table7"]),
+        runs=lambda w: downstream_runs(config),
     log:
         "logs/metrics/loss.log",
     benchmark:

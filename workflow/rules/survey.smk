@@ -6,7 +6,7 @@
 # runs only when a Hugging Face token is available (HF_TOKEN or `huggingface-cli login`); otherwise
 # it is listed as not run and nothing of it is fetched.
 
-if SURVEY.get("comparisons") and not survey_pairs()[0]:
+if SURVEY.get("comparisons") and not SURVEY_RUN:
     sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "
              "token was found: set HF_TOKEN or run `huggingface-cli login`")
 
@@ -36,16 +36,16 @@ rule survey_control:
 
 rule survey_table:
     input:
-        alignment=lambda w: [f for p in survey_pairs()[0] for f in per_seed(rules.alignment.output[0], p)],
-        knn=lambda w: [f for p in survey_pairs()[0] for f in per_seed(rules.knn.output[0], p)],
-        models=lambda w: [d for p in survey_pairs()[0] for d in pair_models(p, 0).values()],
-        sources=lambda w: [model_dir(PAIRS[p][role], 0, 0) for p in survey_pairs()[0] for role in ("tied", "untied")],
+        alignment=per_seed(rules.alignment, SURVEY_RUN),
+        knn=per_seed(rules.knn, SURVEY_RUN),
+        models=[d for p in SURVEY_RUN for d in pair_models(config, p, 0).values()],
+        sources=[model_dir(PAIRS[p][role], 0, 0) for p in SURVEY_RUN for role in ("tied", "untied")],
     output:
         csv=report("results/tables/survey.csv", caption="../report/survey.rst", category="Survey"),
         md="results/tables/survey.md",
     params:
-        run=lambda w: [survey_comparison(p) for p in survey_pairs()[0]],
-        skipped=lambda w: [survey_comparison(p) for p in survey_pairs()[1]],
+        run=[survey_comparison(config, p) for p in SURVEY_RUN],
+        skipped=[survey_comparison(config, p) for p in SURVEY_SKIPPED],
         approximate=config["analysis"]["knn_approximate"],
     log:
         "logs/survey/table.log",

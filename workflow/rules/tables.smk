@@ -3,12 +3,12 @@
 
 rule table1:
     input:
-        lambda w: [f for p in config["tables"]["table1"] for f in per_seed(rules.alignment.output[0], p)],
+        lambda w: per_seed(rules.alignment, config["tables"]["table1"]),
     output:
         csv=report("results/tables/table1.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table1.md",
     params:
-        released=lambda w: released_pairs(config["tables"]["table1"]),
+        released=lambda w: released_pairs(config, config["tables"]["table1"]),
     log:
         "logs/tables/table1.log",
     benchmark:
@@ -25,7 +25,7 @@ rule table1:
 
 rule table2:
     input:
-        lambda w: per_seed(rules.scaling.output[0], config["tables"]["table2"]),
+        lambda w: per_seed(rules.scaling, config["tables"]["table2"]),
     output:
         csv=report("results/tables/table2.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table2.md",
@@ -47,12 +47,12 @@ rule table2:
 
 rule table5:
     input:
-        lambda w: [f for p in config["tables"]["table5"] for f in per_seed(rules.knn.output[0], p)],
+        lambda w: per_seed(rules.knn, config["tables"]["table5"]),
     output:
         csv=report("results/tables/table5.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table5.md",
     params:
-        released=lambda w: released_pairs(config["tables"]["table5"]),
+        released=lambda w: released_pairs(config, config["tables"]["table5"]),
     log:
         "logs/tables/table5.log",
     benchmark:
@@ -69,7 +69,7 @@ rule table5:
 
 rule table6:
     input:
-        lambda w: per_seed(rules.scaling.output[0], config["tables"]["table6"]),
+        lambda w: per_seed(rules.scaling, config["tables"]["table6"]),
     output:
         csv=report("results/tables/table6.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table6.md",
@@ -119,11 +119,11 @@ rule claims:
         seeds="results/tables/claims_seeds.parquet",
     params:
         pairs=claims_pairs(config),
-        released=lambda w: released_pairs(claims_pairs(config)),
+        released=lambda w: released_pairs(config, claims_pairs(config)),
         k=config["analysis"]["knn_k"],
-        early_steps=early_steps(),
+        early_steps=early_steps(config),
         scaled_variant=config["analysis"]["scaled_variant"],
-        at_paper_scale=lambda w: claims_at_paper_scale(),
+        at_paper_scale=lambda w: claims_at_paper_scale(config),
     log:
         "logs/tables/claims.log",
     benchmark:

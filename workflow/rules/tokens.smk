@@ -35,7 +35,7 @@ rule tokens:
         meta="results/tokens/meta.json",
         counts="results/tokens/counts.parquet",
     message:
-        token_plan()
+        token_plan(config)
     log:
         "logs/tokens.log",
     benchmark:
@@ -58,7 +58,7 @@ rule token_set:
     output:
         "results/token_sets/{pair}/seed{seed}.parquet",
     params:
-        runs=lambda w: token_set_runs(w.pair, w.seed),
+        runs=lambda w: token_set_runs(config, w.pair, w.seed),
         min_count=config["analysis"]["min_count"],
     log:
         "logs/token_sets/{pair}/seed{seed}.log",

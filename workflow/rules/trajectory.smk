@@ -10,9 +10,9 @@ rule trajectory:
         "results/metrics/trajectory/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
-        points=lambda w: trajectory_points(w.pair),
-        variants=lambda w: trajectory_variants(w.pair),
-        analysis=lambda w: analysis_params(w.pair, "rows", "held_out", "split_seed"),
+        points=lambda w: trajectory_points(config, w.pair),
+        variants=lambda w: trajectory_variants(config, w.pair),
+        analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
     log:
@@ -31,14 +31,14 @@ rule trajectory:
 
 rule claims_over_training:
     input:
-        lambda w: [f for p in claims_over_training_pairs() for f in per_seed(rules.trajectory.output[0], p)],
+        lambda w: per_seed(rules.trajectory, claims_over_training_pairs()),
     output:
         csv=report("results/tables/claims_over_training.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/claims_over_training.md",
         figure=report("figures/claims_over_training.pdf", caption="../report/claims_over_training.rst",
                       category="Figures"),
     params:
-        released=lambda w: released_pairs(claims_over_training_pairs()),
+        released=lambda w: released_pairs(config, claims_over_training_pairs()),
     log:
         "logs/tables/claims_over_training.log",
     benchmark:
