@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying import tables
+from tying import frames, tables
 from tying.errors import PipelineError
 from tying.stats import format_cell, mean_ci, summarise, token_bootstrap_ci
 
@@ -143,7 +143,7 @@ def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
 
 def test_markdown_escapes_pipes_and_blanks_nan():
     frame = pd.DataFrame({"a": ["x|y"], "b": [math.nan], "c": [1.23456]})
-    assert tables.markdown(frame).splitlines()[2] == "| x\\|y |  | 1.235 |"
+    assert frames.markdown(frame).splitlines()[2] == "| x\\|y |  | 1.235 |"
 
 
 def test_table5_knn_per_pair_and_k_with_null_and_chance():
@@ -206,3 +206,14 @@ def test_table7_loss_and_perplexity_at_last_step():
     assert table.loc["tied", "val loss"] == f"6.100 [{6.1 - 10 * HALF_TWO_SEEDS / 5:.3f}, {6.1 + 10 * HALF_TWO_SEEDS / 5:.3f}]"
     assert table.loc["tied", "perplexity_mean"] == pytest.approx((np.exp(3.0) + np.exp(3.2)) / 2)
     assert table.loc["tied_x5", "perplexity (paper)"] == "36.64 (WikiText-2)"
+
+
+def test_only_and_pick_name_what_is_missing():
+    frame = pd.DataFrame({"pair": ["main", "main"], "seed": [0, 1]})
+    assert len(frames.only(frame, pair="main")) == 2
+    with pytest.raises(PipelineError, match=r"^no metric rows with \{'pair': 'x'\}; present: pair=\['main'\]$"):
+        frames.only(frame, pair="x")
+    wide = pd.Series({"a": 1.0})
+    assert frames.pick(wide, "a") == 1.0
+    with pytest.raises(PipelineError, match=r"^knn metric has no 'b'; present: \['a'\]$"):
+        frames.pick(wide, "b", "knn")

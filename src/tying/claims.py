@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from tying.errors import PipelineError
+from tying.frames import at_step, markdown, only, pick
 from tying.io import atomic_path, write_parquet
 from tying.norm_frequency import BINS_PER_DECADE, MIN_BIN_TOKENS, shape_stats
 from tying.stats import format_cell, mean_ci, token_bootstrap_ci
-from tying.tables import at_step, markdown
 
 MIN_SEEDS = 3
 FLAT_SPREAD = 0.25  # C6a: the input's binned mean norms vary by less than a quarter of their median
@@ -131,12 +131,12 @@ def alignment_gap(alignment, pair="main", step=None, scored="held_out", target="
     scored / target pick the held-out or in-sample cosines, of the true or permuted targets.
     per_token: the per-token differences of the (single) seed instead, indexed by token_id.
     """
-    rows = at_step(_only(alignment, pair=pair, map="linear", scored=scored, target=target), step)
+    rows = at_step(only(alignment, pair=pair, map="linear", scored=scored, target=target), step)
     if per_token:
         cos = _one_seed(rows).set_index(["token_id", "comparison"])["cosine"].unstack()
-        return _pick(cos, "output_u->tied", "alignment") - _pick(cos, "input_u->tied", "alignment")
+        return pick(cos, "output_u->tied", "alignment") - pick(cos, "input_u->tied", "alignment")
     means = rows.groupby(["seed", "comparison"])["cosine"].mean().unstack()
-    return _pick(means, "output_u->tied", "alignment") - _pick(means, "input_u->tied", "alignment")
+    return pick(means, "output_u->tied", "alignment") - pick(means, "input_u->tied", "alignment")
 
 
 def knn_gap(knn, pair="main", k=10, step=None, column="overlap", per_token=False):
@@ -145,12 +145,12 @@ def knn_gap(knn, pair="main", k=10, step=None, column="overlap", per_token=False
     column: "overlap", or "null_overlap" for the permuted-rows chance level; per_token: the
     per-token differences of the (single) seed instead, indexed by token_id.
     """
-    rows = at_step(_only(knn, pair=pair, k=k), step)
+    rows = at_step(only(knn, pair=pair, k=k), step)
     if per_token:
         wide = _one_seed(rows).set_index(["token_id", "comparison"])[column].unstack()
     else:
         wide = rows.groupby(["seed", "comparison"])[column].mean().unstack()
-    return _pick(wide, "tied_vs_output_u", "knn") - _pick(wide, "tied_vs_input_u", "knn")
+    return pick(wide, "tied_vs_output_u", "knn") - pick(wide, "tied_vs_input_u", "knn")
 
 
 def early_layer_gap(df, lens="tuned"):
@@ -174,20 +174,20 @@ def early_layer_gap(df, lens="tuned"):
 
 def lens_gap(lens, pair="main"):
     """C3 per seed: early_layer_gap of the tuned lens metric (pair, role, seed, layer, lens, kl_bits) -> Series by seed."""
-    return _only(early_layer_gap(lens), pair=pair).set_index("seed")["gap_bits"]
+    return only(early_layer_gap(lens), pair=pair).set_index("seed")["gap_bits"]
 
 
 def drift_gap(evolution, run="main"):
     """C4 per seed: last-step drift of the input minus the output matrix -> Series by seed."""
-    rows = at_step(_only(evolution, run=run), by=("run",))
+    rows = at_step(only(evolution, run=run), by=("run",))
     drift = rows.set_index(["seed", "matrix"])["drift"].unstack()
-    return _pick(drift, "input", "evolution") - _pick(drift, "output", "evolution")
+    return pick(drift, "input", "evolution") - pick(drift, "output", "evolution")
 
 
 def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out_share"):
     """C5 per seed: mean `column` (out_share, or proxy_out_share for C5p) over steps <= `steps`
     (None: every logged step) -> Series by seed."""
-    rows = _only(grad_flow, pair=pair, variant=variant)
+    rows = only(grad_flow, pair=pair, variant=variant)
     if steps is not None:
         if rows["step"].max() < steps:
             raise PipelineError(f"grad_flow metric ends at step {rows['step'].max()}, before the early window's "
@@ -200,11 +200,11 @@ def norm_shape(norm_freq, pair="main"):
     """C6a, C6c and C6b per seed from shape_stats -> (untied input spread, untied input drift from
     step 0, rise-and-fall) Series by seed, and the peak bins' occurrences as text (median over seeds)."""
     flat, near, rise_fall, peaks = {}, {}, {}, {}
-    for seed, rows in _only(norm_freq, pair=pair).groupby("seed"):
+    for seed, rows in only(norm_freq, pair=pair).groupby("seed"):
         shape = shape_stats(rows).set_index("matrix")
-        flat[seed] = _pick(shape["spread"], "untied_input", "norm_freq")
+        flat[seed] = pick(shape["spread"], "untied_input", "norm_freq")
         near[seed] = shape.loc["untied_input", "drift"]
-        rise_fall[seed] = min(min(_pick(shape["rise"], m, "norm_freq"), shape.loc[m, "fall"])
+        rise_fall[seed] = min(min(pick(shape["rise"], m, "norm_freq"), shape.loc[m, "fall"])
                               for m in ("untied_output", "tied"))
         peaks[seed] = shape["peak_count"]
     peak = pd.DataFrame(peaks).median(axis=1)
@@ -218,10 +218,10 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
                   target="true"):
     """C7a (reference input_u) or C7b (output_u) per seed: cos(x_k, reference) - cos(tied, reference)
     -> Series by seed."""
-    rows = _only(scaling, pair=pair, scored=scored, target=target, reference=reference)
+    rows = only(scaling, pair=pair, scored=scored, target=target, reference=reference)
     rows = at_step(rows[rows["variant"].isin(["tied", variant])], step)
     cos = rows.set_index(["seed", "variant"])["cosine"].unstack()
-    return _pick(cos, variant, "scaling") - _pick(cos, "tied", "scaling")
+    return pick(cos, variant, "scaling") - pick(cos, "tied", "scaling")
 
 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
@@ -398,20 +398,3 @@ def _one_seed(rows):
     return rows
 
 
-def _pick(wide, key, metric):
-    """wide[key] (a column, or an entry of a Series); a PipelineError naming the metric if absent."""
-    present = wide.index if isinstance(wide, pd.Series) else wide.columns
-    if key not in present:
-        raise PipelineError(f"{metric} metric has no {key!r}; present: {list(present)}")
-    return wide[key]
-
-
-def _only(frame, **equal):
-    """Rows where each column equals the given value; a PipelineError if none are left."""
-    rows = frame
-    for column, value in equal.items():
-        rows = rows[rows[column] == value]
-    if rows.empty:
-        raise PipelineError(f"no metric rows with {equal}; present: "
-                            + ", ".join(f"{c}={sorted(frame[c].unique().tolist())}" for c in equal))
-    return rows

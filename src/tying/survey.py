@@ -22,11 +22,11 @@ from safetensors.torch import save_file
 from tying.claims import CLAIMS, alignment_gap, verdict
 from tying.embeddings import LAYOUTS, load_embeddings
 from tying.errors import PipelineError
+from tying.frames import markdown, only, pick, tokens_text
 from tying.hub import SOURCE_RECORD
 from tying.io import atomic_path
 from tying.revisions import COMMIT
 from tying.stats import format_cell, token_bootstrap_ci
-from tying.tables import markdown, tokens_text
 
 CONTROLS = {"input": "control: input", "output": "control: output"}
 PAIR_KIND = "tied vs untied"
@@ -99,7 +99,7 @@ def comparison_row(alignment, knn, pair):
     permuted-rows chance levels, the gap with its token-bootstrap interval, KNN overlaps at the
     largest k with their permuted null and chance, and the token counts.
     """
-    alignment, knn = _only(alignment, pair, "alignment"), _only(knn, pair, "knn")
+    alignment, knn = _one_comparison(alignment, pair), _one_comparison(knn, pair)
     rows = alignment[(alignment["map"] == "linear") & (alignment["scored"] == "held_out")]
     if rows.empty:
         raise PipelineError("alignment metric has no held-out linear-map rows (is it from before held-out scoring?)")
@@ -110,16 +110,16 @@ def comparison_row(alignment, knn, pair):
     overlaps = knn[knn["k"] == k].groupby("comparison")[["overlap", "null_overlap"]].mean()
     return {
         "n_tokens": int(rows["n_tokens"].iloc[0]), "cross_tokenizer": bool(rows["cross_tokenizer"].iloc[0]),
-        "out_tied": _pick(means, ("output_u->tied", "true")),
-        "out_tied_chance": _pick(means, ("output_u->tied", "permuted")),
-        "in_tied": _pick(means, ("input_u->tied", "true")),
-        "in_tied_chance": _pick(means, ("input_u->tied", "permuted")),
+        "out_tied": _value(means, ("output_u->tied", "true")),
+        "out_tied_chance": _value(means, ("output_u->tied", "permuted")),
+        "in_tied": _value(means, ("input_u->tied", "true")),
+        "in_tied_chance": _value(means, ("input_u->tied", "permuted")),
         "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high, "n_held_out": int(gap.notna().sum()),
         "knn_k": k, "knn_chance": float(knn["chance"].iloc[0]),
-        "knn_tied_output": _pick(overlaps["overlap"], "tied_vs_output_u"),
-        "knn_tied_input": _pick(overlaps["overlap"], "tied_vs_input_u"),
-        "knn_tied_output_null": _pick(overlaps["null_overlap"], "tied_vs_output_u"),
-        "knn_tied_input_null": _pick(overlaps["null_overlap"], "tied_vs_input_u"),
+        "knn_tied_output": _value(overlaps["overlap"], "tied_vs_output_u"),
+        "knn_tied_input": _value(overlaps["overlap"], "tied_vs_input_u"),
+        "knn_tied_output_null": _value(overlaps["null_overlap"], "tied_vs_output_u"),
+        "knn_tied_input_null": _value(overlaps["null_overlap"], "tied_vs_input_u"),
     }
 
 
@@ -191,16 +191,12 @@ def _billions(count):
     return "n/a" if math.isnan(count) else f"{count:g}B"
 
 
-def _only(frame, pair, metric):
-    rows = frame[frame["pair"] == pair]
-    if rows.empty:
-        raise PipelineError(f"{metric} metric has no rows for comparison {pair!r}")
+def _one_comparison(frame, pair):
+    rows = only(frame, pair=pair)
     if rows["seed"].nunique() > 1:
         raise PipelineError(f"comparison {pair!r} has several seeds; the survey compares released models (one each)")
     return rows
 
 
-def _pick(series, key):
-    if key not in series.index:
-        raise PipelineError(f"metric has no {key!r}; present: {list(series.index)}")
-    return float(series[key])
+def _value(series, key):
+    return float(pick(series, key))

@@ -13,10 +13,9 @@ import math
 import pandas as pd
 
 from tying.errors import PipelineError
+from tying.frames import NUMERIC_SUFFIXES, at_step, markdown, tokens_text
 from tying.io import atomic_path
 from tying.stats import format_cell, summarise, summarise_tokens
-
-NUMERIC_SUFFIXES = ("mean", "ci_low", "ci_high")
 
 ALIGNMENT_COMPARISONS = {
     "input_u->output_u": "Input(U) -> Output(U)",
@@ -88,14 +87,6 @@ WIKITEXT2 = "WikiText-2 perplexity"
 PAPER_TABLE7_WIKITEXT2 = {("olmo", "tied", WIKITEXT2): "35.71", ("olmo", "tied_x5", WIKITEXT2): "36.64"}
 
 
-def at_step(frame, step=None, by=("pair",)):
-    """Rows of `frame` at `step`; None = the last step of each `by` group."""
-    if step is None:
-        return frame[frame["step"] == frame.groupby(list(by))["step"].transform("max")]
-    rows = frame[frame["step"] == step]
-    if rows.empty:
-        raise PipelineError(f"no rows at step {step}; steps present: {sorted(frame['step'].unique())}")
-    return rows
 
 
 def with_fit(frame):
@@ -254,9 +245,6 @@ def _with_tokens(table, metric):
     return pd.concat([table.iloc[:, :at], tokens.rename("tokens"), table.iloc[:, at:]], axis=1)
 
 
-def tokens_text(n_tokens, cross_tokenizer):
-    """How many tokens a comparison used, e.g. '1,000' or '300 shared strings' (two tokenizers)."""
-    return f"{n_tokens:,}" + (" shared strings" if cross_tokenizer else "")
 
 
 def _paper_text(value):
@@ -277,26 +265,10 @@ def _fill_paper_columns(table):
     return table[order]
 
 
-def display_columns(table):
-    """Columns a reader sees: all but the `<key>_mean/_ci_low/_ci_high` numbers."""
-    return [c for c in table.columns if not any(c == s or c.endswith(f"_{s}") for s in NUMERIC_SUFFIXES)]
 
 
-def markdown(table, columns=None):
-    """A GitHub Markdown table of `columns` (default: display_columns); floats to 3 decimals."""
-    columns = display_columns(table) if columns is None else list(columns)
-    lines = ["| " + " | ".join(_md(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    for row in table[columns].itertuples(index=False):
-        lines.append("| " + " | ".join(_md(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
 
 
-def _md(value):
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.3f}"
-    if value is None or value is pd.NA:
-        return ""
-    return str(value).replace("|", "\\|")
 
 
 def write_table(table, csv_path, md_path):

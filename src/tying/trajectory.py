@@ -14,7 +14,7 @@ from tying.claims import CLAIMS, Statistic, claim_statistics, claims_table
 from tying.io import atomic_path
 from tying.knn_overlap import knn_frame
 from tying.stats import format_cell
-from tying.tables import markdown
+from tying.frames import markdown
 from tying.tidy import with_ids
 
 CLAIM_IDS = ("C1", "C2", "C4", "C7a", "C7b")

@@ -5,7 +5,8 @@ from matplotlib.patches import Patch
 
 from tying.errors import PipelineError
 from tying.figures import style
-from tying.tables import alignment_means, at_step
+from tying.frames import at_step
+from tying.tables import alignment_means
 
 CHANCE_COLOUR = "0.6"
 SERIES = {"input_u->tied": ("Input(U) -> Tied", "input"), "output_u->tied": ("Output(U) -> Tied", "output")}
