@@ -249,7 +249,7 @@ def test_paper_scale_compares_in_sample_values_with_the_paper():
             "C2": pd.Series([0.1]), "C5": pd.Series([0.7])}
     table = claims.claims_table(ours)
     assert claims.paper_scale_values(table) == pytest.approx({"C1": 0.2, "C2": 0.1, "C5": 0.7})
-    scaled = claims.claims_table(ours, paper_scale={"C1": 0.19, "C2": 0.30}).set_index("claim")
+    scaled = claims.with_paper_scale(table, {"C1": 0.19, "C2": 0.30}).set_index("claim")
     assert scaled.loc["C1", "paper_scale"] == "0.190"
     assert not scaled.loc["C1", "paper_scale_differs"]  # |0.190 - 0.194| <= 0.02
     assert scaled.loc["C2", "paper_scale_differs"]  # |0.300 - 0.237| > 0.02

@@ -103,3 +103,11 @@ def test_norm_frequency_three_panels(tmp_path):
     binned = binned_norms(rows[rows["matrix"] == "tied"])
     assert line.get_xdata() == pytest.approx(binned["log_count"].to_numpy())
     assert line.get_ydata() == pytest.approx(binned["norm"].to_numpy())
+
+
+def test_a_figure_rule_without_a_figure_is_one_line(tmp_path):
+    from tying.figures.registry import draw
+
+    with pytest.raises(PipelineError, match=r"^no figure is registered for rule 'fig99' \(tying.figures.registry: fig1, "):
+        draw("fig99", pd.DataFrame(), tmp_path / "fig99.pdf", pair="main")
+    assert not (tmp_path / "fig99.pdf").exists()

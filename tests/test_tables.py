@@ -217,3 +217,9 @@ def test_only_and_pick_name_what_is_missing():
     assert frames.pick(wide, "a") == 1.0
     with pytest.raises(PipelineError, match=r"^knn metric has no 'b'; present: \['a'\]$"):
         frames.pick(wide, "b", "knn")
+
+
+def test_a_table_rule_without_a_builder_is_one_line():
+    assert tables.build("table1", _alignment()).equals(tables.table1(_alignment()))
+    with pytest.raises(PipelineError, match=r"^no table is registered for rule 'table9' \(tying.tables.TABLES: table1, "):
+        tables.build("table9", _alignment())

@@ -261,6 +261,35 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
     return out
 
 
+def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *, k=10, early_steps=None,
+                  scaled_variant="tied_x5", released=(), at_paper_scale=False):
+    """The claims table and its per-seed values -> (table, seeds), as results/tables/claims.* hold them.
+
+    frames: {claim_statistics argument: tidy frame} of the first of `pairs`; further: {"alignment",
+    "knn": frames} of the pairs after it (C1 and C2 each); commits: the full commits of a released
+    pair's tied and untied models; paper_scale: a paper-scale run's claims table, shown beside ours;
+    at_paper_scale: the first pair is released models, so its numbers are the paper-scale ones.
+    """
+    pair, *others = pairs
+    statistics = claim_statistics(**frames, pair=pair, k=k, early_steps=early_steps, scaled_variant=scaled_variant)
+    rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
+    table = claims_table(statistics, one_pair=at_paper_scale, pair=pair).assign(rows=rows)
+    if commits:  # released models: the short commits their numbers came from (tied, untied)
+        table = table.assign(commits=" / ".join(c[:7] for c in commits))
+    if paper_scale is not None:  # a paper-scale run's claims table
+        table = with_paper_scale(table, paper_scale_values(paper_scale)).assign(
+            **{f"paper_scale_{c}": paper_scale[c].iloc[0] if c in paper_scale.columns else ""
+               for c in ("rows", "commits")})
+    elif at_paper_scale:  # this run is the paper-scale one
+        table = with_paper_scale(table, paper_scale_values(table)).assign(
+            paper_scale_rows=rows, paper_scale_commits=table.get("commits", ""))
+    seeds = seed_table(statistics).assign(pair=pair)
+    if others:
+        more, more_seeds = further_claims(further["alignment"], further["knn"], others, k, released)
+        table, seeds = pd.concat([table, more], ignore_index=True), pd.concat([seeds, more_seeds], ignore_index=True)
+    return table, seeds
+
+
 def further_claims(alignment, knn, pairs, k=10, released=()):
     """C1 and C2 of each of `pairs` (claims pairs after the first: negative controls, other pairs), from
     their alignment and KNN metrics -> (claims_table rows with a pair column, seed_table rows)."""
@@ -290,12 +319,11 @@ def verdict(claim, values, low, high, one_pair=False):
     return f"{result} (one pair of models)" if one_pair else result
 
 
-def claims_table(statistics, paper_scale=None, one_pair=False, pair=None):
+def claims_table(statistics, one_pair=False, pair=None):
     """One row per claim in `statistics` ({claim id: Statistic or per-seed Series}), in CLAIMS order.
 
     one_pair: the statistics come from one released pair of models (no seeds): claims with
-    per-token values get a token-bootstrap interval. paper_scale: {claim id: value} from
-    paper-scale runs, added as with_paper_scale does. pair: names the pair in a first column.
+    per-token values get a token-bootstrap interval. pair: names the pair in a first column.
     """
     unknown = set(statistics) - set(CLAIMS)
     if unknown:
@@ -326,7 +354,7 @@ def claims_table(statistics, paper_scale=None, one_pair=False, pair=None):
     table = pd.DataFrame(rows)
     if pair is not None:
         table.insert(0, "pair", pair)
-    return table if paper_scale is None else with_paper_scale(table, paper_scale)
+    return table
 
 
 def with_paper_scale(table, paper_scale):

@@ -277,3 +277,25 @@ def write_table(table, csv_path, md_path):
         table.to_csv(tmp, index=False)
     with atomic_path(md_path) as tmp:
         tmp.write_text(markdown(table))
+
+
+def loss_frame(runs, logs):
+    """Table 7's held-out loss: a tidy frame (arch, variant, seed, step, val_loss, perplexity) from the
+    training logs `logs` (Parquet paths) of `runs` [(arch, variant, seed)], their evaluated steps."""
+    rows = []
+    for (arch, variant, seed), path in zip(runs, logs):
+        log = pd.read_parquet(path).dropna(subset=["val_loss"])
+        rows += [{"arch": arch, "variant": variant, "seed": seed, "step": int(r.step), "val_loss": r.val_loss,
+                  "perplexity": math.exp(r.val_loss)} for r in log.itertuples()]
+    return pd.DataFrame(rows)
+
+
+# The table of each table rule: rule name -> a builder of (frame, **the rule's params).
+TABLES = {"table1": table1, "table2": table2, "table5": table5, "table6": table6, "table7": table7}
+
+
+def build(rule, frame, **params):
+    """Table rule `rule`'s table from its metric `frame` and params (workflow/scripts/table.py)."""
+    if rule not in TABLES:
+        raise PipelineError(f"no table is registered for rule {rule!r} (tying.tables.TABLES: {', '.join(TABLES)})")
+    return TABLES[rule](frame, **params)

@@ -1,15 +1,14 @@
-import torch
-
 from tying.embeddings import load_embeddings
 from tying.evolution import evolution_frame
 from tying.io import write_parquet
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 from tying.token_sets import analysed_tokens
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     p, rows = snakemake.params, snakemake.params.analysis["rows"]
     checkpoints = ((s, load_embeddings(d, rows=rows)) for s, d in zip(p.steps, snakemake.input.checkpoints))
     frame = evolution_frame(checkpoints, keep=analysed_tokens(snakemake.input.get("tokens")))

@@ -1,15 +1,14 @@
-import torch
-
 from tying.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.knn_overlap import knn_frame
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 from tying.token_sets import analysed_tokens
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     untied, tied = load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows)
     frame = knn_frame(untied, tied, ks=(p.k,), approximate=p.approximate,

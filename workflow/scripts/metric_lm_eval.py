@@ -1,6 +1,5 @@
-import torch
-
 from tying.io import write_parquet
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 from tying.zero_shot import lm_eval_scores
@@ -8,7 +7,7 @@ from tying.zero_shot import lm_eval_scores
 
 def main(snakemake):
     params, cfg = snakemake.params, snakemake.params.lm_eval
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     frame = lm_eval_scores(snakemake.input.model, cfg["tasks"], num_fewshot=cfg["num_fewshot"],
                            batch_size=cfg["batch_size"], limit=cfg["limit"], include_path=cfg["include_path"],
                            device=params.device, dtype=params.dtype)

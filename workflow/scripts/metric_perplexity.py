@@ -1,14 +1,13 @@
-import torch
-
 from tying.downstream import text_perplexity
 from tying.io import write_parquet
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 
 
 def main(snakemake):
     inp, params = snakemake.input, snakemake.params
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     frame = text_perplexity(inp.model, inp.text, params.label, seq_len=params.seq_len,
                             batch_size=params.batch_size, device=params.device, dtype=params.dtype)
     write_parquet(with_ids(frame, params.ids), snakemake.output[0])

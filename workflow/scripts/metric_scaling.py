@@ -1,16 +1,16 @@
 import pandas as pd
-import torch
 
 from tying.alignment import scaling_frame
 from tying.embeddings import load_embeddings
 from tying.io import write_parquet
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 from tying.token_sets import analysed_tokens
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     tied, frames, keep = iter(inp.tied), [], analysed_tokens(inp.get("tokens"))
     for step, untied_dir in zip(p.steps, inp.untied):

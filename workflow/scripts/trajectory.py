@@ -1,8 +1,8 @@
 import pandas as pd
-import torch
 
 from tying.embeddings import load_embeddings
 from tying.io import write_parquet
+from tying.runtime import configure
 from tying.script import run
 from tying.tidy import with_ids
 from tying.token_sets import analysed_tokens
@@ -10,7 +10,7 @@ from tying.trajectory import point_rows
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
+    configure(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     evolution = pd.read_parquet(inp.evolution) if "evolution" in inp.keys() else None
     scaled = iter(inp.scaled) if "scaled" in inp.keys() else iter(())
