@@ -1,7 +1,7 @@
 import pandas as pd
 
 from tying.claims import claims_report, write_claims
-from tying.script import run
+from tying.rule_script import run
 from tying.survey import source_commit
 from tying.tidy import read_frames
 

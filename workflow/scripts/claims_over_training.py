@@ -1,5 +1,5 @@
 from tying.figures.claims_over_training import plot_claims_over_training
-from tying.script import run
+from tying.rule_script import run
 from tying.tidy import read_frames
 from tying.trajectory import summarise, write_claims_over_training
 

@@ -1,4 +1,4 @@
-from tying.script import run
+from tying.rule_script import run
 from tying.survey import control_model
 
 

@@ -1,7 +1,7 @@
 import sys
 
 from tying.corpus import Digest, distribution_versions
-from tying.script import run
+from tying.rule_script import run
 from tying.shards import block, shard_documents, write_documents
 
 

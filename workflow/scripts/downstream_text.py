@@ -1,5 +1,5 @@
 from tying.downstream import text_documents, write_text
-from tying.script import run
+from tying.rule_script import run
 
 
 def main(snakemake):

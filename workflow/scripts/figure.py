@@ -1,5 +1,5 @@
 from tying.figures.registry import draw
-from tying.script import run
+from tying.rule_script import run
 from tying.tidy import read_frames
 
 

@@ -1,5 +1,5 @@
 from tying.download_plan import write_download_plan
-from tying.script import run
+from tying.rule_script import run
 
 
 def main(snakemake):

@@ -1,5 +1,5 @@
 from tying.hub import fetch_model
-from tying.script import run
+from tying.rule_script import run
 
 
 def main(snakemake):

@@ -1,6 +1,6 @@
 from tying.io import write_parquet
+from tying.rule_script import run
 from tying.runtime import configure
-from tying.script import run
 from tying.tidy import with_ids
 from tying.zero_shot import lm_eval_scores
 

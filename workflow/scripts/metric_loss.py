@@ -1,5 +1,5 @@
 from tying.io import write_parquet
-from tying.script import run
+from tying.rule_script import run
 from tying.tables import loss_frame
 
 

@@ -3,7 +3,7 @@ import pandas as pd
 from tying.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.norm_frequency import norm_frequency_frame
-from tying.script import run
+from tying.rule_script import run
 from tying.tidy import with_ids
 
 

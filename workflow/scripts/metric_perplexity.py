@@ -1,7 +1,7 @@
 from tying.downstream import text_perplexity
 from tying.io import write_parquet
+from tying.rule_script import run
 from tying.runtime import configure
-from tying.script import run
 from tying.tidy import with_ids
 
 

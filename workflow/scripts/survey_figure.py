@@ -1,7 +1,7 @@
 import pandas as pd
 
 from tying.figures.survey import plot_survey
-from tying.script import run
+from tying.rule_script import run
 
 
 def main(snakemake):

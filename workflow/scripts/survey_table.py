@@ -1,4 +1,4 @@
-from tying.script import run
+from tying.rule_script import run
 from tying.survey import hidden_sizes, source_commit, survey_table, write_survey
 from tying.tidy import read_frames
 

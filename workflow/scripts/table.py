@@ -1,5 +1,5 @@
 from tying import tables
-from tying.script import run
+from tying.rule_script import run
 from tying.tidy import read_frames
 
 

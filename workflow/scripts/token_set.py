@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.script import run
+from tying.rule_script import run
 from tying.token_sets import write_token_set
 from tying.tokens import load_ids
 

@@ -1,5 +1,5 @@
 from tying import tokenizer
-from tying.script import run
+from tying.rule_script import run
 from tying.shards import read_texts
 
 

@@ -1,6 +1,6 @@
 from transformers import AutoTokenizer
 
-from tying.script import run
+from tying.rule_script import run
 from tying.tokens import tokenize_documents
 
 

@@ -2,8 +2,8 @@ import json
 
 from tying.distributed import launch
 from tying.models import resolve_device
+from tying.rule_script import run
 from tying.runtime import configure
-from tying.script import run
 from tying.train import RunSpec, train_from_files
 
 
