@@ -25,7 +25,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from tying.config import check, run_params
 from tying.runtime import keep_freed_memory
-from tying.train import RunSpec, _checkpoint, build, lm_loss, train_batch
+from tying.train import RunSpec, build, lm_loss, save_checkpoint, train_batch
 
 
 def gemm_peak(threads, n=2048, repeats=10):
@@ -141,7 +141,7 @@ def checkpoint_cost(spec, ids, repeats=3):
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
             cpu = time.process_time()
-            _checkpoint(spec, run.model, run.opt, run.sched, tokenizer, val, "cpu", i + 1, [{}], [],
+            save_checkpoint(spec, run.model, run.opt, run.sched, tokenizer, val, "cpu", i + 1, [{}], [],
                         Path(tmp) / "state.pt", Path(tmp) / "exports")
             costs.append(time.process_time() - cpu)
     return float(np.median(costs))

@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import build_corpus, tokenize_corpus
 from tying.corpus import split_of
 from tying.errors import PipelineError
-from tying.shards import build_corpus
 from tying.tokenizer import train_bpe
-from tying.tokens import load_ids, tokenize_corpus
+from tying.tokens import load_ids
 
 
 @pytest.fixture(scope="module")

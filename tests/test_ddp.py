@@ -9,9 +9,9 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import markov_tokens, word_tokenizer
+from helpers import write_ids
 from tying.distributed import launch
 from tying.errors import PipelineError
-from tying.tokens import write_ids
 from tying.train import RunSpec, train_from_files
 
 V = 64

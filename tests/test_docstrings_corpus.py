@@ -4,11 +4,12 @@ import copy
 import pytest
 import yaml
 
+from helpers import build_corpus
 from snakerun import ROOT
 from tying.config import check
 from tying.corpus import Digest, distribution_versions, docstring_documents, split_of
 from tying.errors import PipelineError
-from tying.shards import build_corpus, shard_documents
+from tying.shards import shard_documents
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())

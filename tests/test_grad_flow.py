@@ -1,8 +1,9 @@
 import pandas as pd
 import pytest
 
+from helpers import grad_flow_summary
 from tying.errors import PipelineError
-from tying.grad_flow import grad_flow_frame, grad_flow_summary
+from tying.grad_flow import grad_flow_frame
 
 
 def provenance(steps=50):

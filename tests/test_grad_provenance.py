@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from conftest import tiny_model
+from helpers import is_tied
 from tying.grad_provenance import GradientTap
-from tying.models import is_tied
 from tying.train import lm_loss
 
 

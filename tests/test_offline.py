@@ -13,10 +13,10 @@ import torch
 import yaml
 from huggingface_hub import constants
 
+from helpers import build_corpus
 from snakerun import ROOT, snakemake
 from tying.config import typed_overrides
 from tying.errors import PipelineError
-from tying.shards import build_corpus
 from tying.unembed import lens_placement
 
 CARD = """---

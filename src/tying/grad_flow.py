@@ -36,17 +36,3 @@ def grad_flow_frame(provenance, steps, window=WINDOW):
         out_share=frame["g_out"] / total,
         proxy_out_share=roll["g_out"] / (roll["proxy"] + roll["g_out"] + 1e-10),
     )
-
-
-def grad_flow_summary(frame):
-    """Mean output share and mean / median ratio g_out / g_in of a grad_flow_frame.
-
-    Paper, first 1000 steps: output 70-83% of the total, mean ratio 6.2, median 4.3.
-    Returns {"mean_out_share", "mean_ratio", "median_ratio"} as floats.
-    """
-    ratio = frame["g_out"] / frame["g_in"]
-    return {
-        "mean_out_share": float(frame["out_share"].mean()),
-        "mean_ratio": float(ratio.mean()),
-        "median_ratio": float(ratio.median()),
-    }

@@ -54,8 +54,3 @@ def embedding_names(model):
         names[id(p)].append(name)
     return (names[id(model.get_input_embeddings().weight)][0],
             names[id(model.get_output_embeddings().weight)][-1])
-
-
-def is_tied(model):
-    """True when input embedding and output projection are one tensor."""
-    return model.get_input_embeddings().weight is model.get_output_embeddings().weight

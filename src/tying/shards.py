@@ -5,10 +5,8 @@ Shard k of n takes the k-th contiguous block of the source's parts: the dataset'
 for `docstrings`; `stdlib` is one part.
 Read in shard order, the shards give the same documents in the same order as one shard, so a
 source read whole gives the same token stream whatever `corpus.shards` is. Documents are
-written and read in row groups of bounded size: no stage holds the corpus in memory
-(`build_corpus`, the whole source as one table, is for small corpora).
+written and read in row groups of bounded size: no stage holds the corpus in memory.
 """
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -43,17 +41,6 @@ def shard_documents(corpus, index):
     return hf_documents(corpus["path"], corpus.get("name"), corpus.get("split", "train"), corpus.get("revision"),
                         corpus.get("text_field", "text"), -(-corpus["max_tokens"] // n), shard=(index, n))
 
-
-def build_corpus(corpus):
-    """The `corpus` config section's source read whole (one shard) into memory: DataFrame doc_id, text, split."""
-    frame = pd.DataFrame(list(shard_documents({**corpus, "shards": 1}, 0)), columns=["doc_id", "text"])
-    if frame.empty:
-        raise PipelineError(f"corpus source {corpus['source']!r} produced no documents")
-    frame["split"] = [split_of(d, corpus.get("val_fraction", 0.05)) for d in frame["doc_id"]]
-    if not (frame["split"] == "val").any() or not (frame["split"] == "train").any():
-        raise PipelineError(f"corpus of {len(frame)} documents is too small to split at val_fraction "
-                            f"{corpus.get('val_fraction', 0.05)}")
-    return frame
 
 
 def write_documents(documents, path, val_fraction):

@@ -36,11 +36,6 @@ def encode(tok, texts, batch=256):
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-def write_ids(ids, path, vocab_size):
-    """Write ids as a raw array of dtype_for(vocab_size), atomically."""
-    with atomic_path(path) as tmp:
-        ids.astype(dtype_for(vocab_size)).tofile(tmp)
-
 
 def write_meta(path, vocab_size, eos_id, counts, shards=None):
     """Sidecar describing the arrays: dtype, vocabulary size, EOS id, token count per split and,
@@ -132,10 +127,6 @@ def tokenize_documents(paths, tok, out_train, out_val, out_meta, out_counts):
     """Tokenize the documents Parquet files `paths` (streamed by row group) into one set of arrays."""
     tokenize_batches(read_batches(paths), tok, out_train, out_val, out_meta, out_counts)
 
-
-def tokenize_corpus(documents, tok, out_train, out_val, out_meta, out_counts):
-    """Tokenize a documents DataFrame (doc_id, text, split) held in memory."""
-    tokenize_batches([documents], tok, out_train, out_val, out_meta, out_counts)
 
 
 def join_shards(arrays, metas, counts, out_train, out_val, out_meta, out_counts):

@@ -202,7 +202,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
     group.barrier()  # every rank has read the state before rank 0 may replace it
     if start == 0 and group.is_main:
         shutil.rmtree(work_dir, ignore_errors=True)
-        _checkpoint(spec, model, opt, sched, tokenizer, val, device, 0, log, provenance, state_path, staging)
+        save_checkpoint(spec, model, opt, sched, tokenizer, val, device, 0, log, provenance, state_path, staging)
 
     progress = Progress(name, spec, log_every, start)
     for step in range(start + 1, (until or spec.steps) + 1):
@@ -226,7 +226,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
         if group.is_main:
             progress(step, loss.item())
         if step in spec.checkpoints and group.is_main:
-            _checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging)
+            save_checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging)
     if until is not None and until < spec.steps or not group.is_main:
         return
 
@@ -245,7 +245,7 @@ def train_from_files(spec, files, work_dir, **outputs):
           transformers.AutoTokenizer.from_pretrained(files["tokenizer"]), work_dir, **outputs)
 
 
-def _checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging):
+def save_checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging):
     """Evaluate, export the weights of `step` and save the full resumable state."""
     val_loss = evaluate(model, val, device)
     if step == 0:

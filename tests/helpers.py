@@ -1,0 +1,51 @@
+"""What only the tests need from the package's building blocks: a corpus read whole, in-memory
+tokenization, raw id arrays, the tying check on a model, the paper's gradient-flow summary."""
+import pandas as pd
+
+from tying.corpus import split_of
+from tying.errors import PipelineError
+from tying.io import atomic_path
+from tying.shards import shard_documents
+from tying.tokens import dtype_for, tokenize_batches
+
+
+def build_corpus(corpus):
+    """The `corpus` config section's source read whole (one shard) into memory: DataFrame doc_id, text, split."""
+    frame = pd.DataFrame(list(shard_documents({**corpus, "shards": 1}, 0)), columns=["doc_id", "text"])
+    if frame.empty:
+        raise PipelineError(f"corpus source {corpus['source']!r} produced no documents")
+    frame["split"] = [split_of(d, corpus.get("val_fraction", 0.05)) for d in frame["doc_id"]]
+    if not (frame["split"] == "val").any() or not (frame["split"] == "train").any():
+        raise PipelineError(f"corpus of {len(frame)} documents is too small to split at val_fraction "
+                            f"{corpus.get('val_fraction', 0.05)}")
+    return frame
+
+
+def tokenize_corpus(documents, tok, out_train, out_val, out_meta, out_counts):
+    """Tokenize a documents DataFrame (doc_id, text, split) held in memory."""
+    tokenize_batches([documents], tok, out_train, out_val, out_meta, out_counts)
+
+
+def write_ids(ids, path, vocab_size):
+    """Write ids as a raw array of dtype_for(vocab_size), atomically."""
+    with atomic_path(path) as tmp:
+        ids.astype(dtype_for(vocab_size)).tofile(tmp)
+
+
+def is_tied(model):
+    """True when input embedding and output projection are one tensor."""
+    return model.get_input_embeddings().weight is model.get_output_embeddings().weight
+
+
+def grad_flow_summary(frame):
+    """Mean output share and mean / median ratio g_out / g_in of a grad_flow_frame.
+
+    Paper, first 1000 steps: output 70-83% of the total, mean ratio 6.2, median 4.3.
+    Returns {"mean_out_share", "mean_ratio", "median_ratio"} as floats.
+    """
+    ratio = frame["g_out"] / frame["g_in"]
+    return {
+        "mean_out_share": float(frame["out_share"].mean()),
+        "mean_ratio": float(ratio.mean()),
+        "median_ratio": float(ratio.median()),
+    }
