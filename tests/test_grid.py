@@ -1,0 +1,147 @@
+"""The scaling sweep's pure parts: grid cells from a config's `scaling` section, the scaling table from
+per-cell claims tables, and its figure."""
+import copy
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from tying import grid, sweep
+from tying.claims import Statistic, claims_table, seed_table
+from tying.errors import PipelineError
+from tying.figures.scaling import plot_scaling
+from tying.models import build_model, model_config
+
+BASE = {
+    "model": {"hidden_size": 96, "layers": 3, "heads": 4, "intermediate_size": 384, "seq_len": 64},
+    "train": {"batch_size": 16},
+    "tokenizer": {"vocab_size": 4096},
+    "variants": {"tied": {"tied": True}, "untied": {"tied": False}, "tied_x5": {"tied": True, "input_grad_scale": 5.0}},
+    "scaling": {
+        "head_dim": 24, "mlp_ratio": 4, "steps": [1500, 300], "checkpoint_fractions": [0, 0.5, 1], "seeds": [0, 1, 2],
+        "sizes": [{"hidden_size": 48, "layers": 2}, {"hidden_size": 96, "layers": 3}, {"hidden_size": 192, "layers": 5}],
+    },
+}
+
+
+def _config(**scaling):
+    config = copy.deepcopy(BASE)
+    config["scaling"].update(scaling)
+    return config
+
+
+def test_cells_expand_sizes_by_steps_with_names_dims_schedules_and_entries():
+    cells = grid.cells(_config(exclude=["d192_l5_s1500"], lens=["d96_l3_s300"]))
+    assert [c.name for c in cells] == ["d48_l2_s300", "d48_l2_s1500", "d96_l3_s300", "d96_l3_s1500", "d192_l5_s300"]
+    default = cells[2]  # today's default model
+    assert (default.heads, default.intermediate_size, default.tokens) == (4, 384, 300 * 16 * 64)
+    assert cells[1].checkpoints == (0, 750, 1500)
+    assert [c.lens for c in cells] == [False, False, True, False, False]
+    entries = grid.config_entries(cells)
+    assert entries["architectures"]["d192_l5_s300"] == {
+        "family": "olmo", "hidden_size": 192, "layers": 5, "heads": 8, "intermediate_size": 768,
+        "train": {"steps": 300, "checkpoints": [0, 150, 300]}}
+    assert entries["pairs"]["d96_l3_s1500"] == {
+        "tied": {"arch": "d96_l3_s1500", "variant": "tied"}, "untied": {"arch": "d96_l3_s1500", "variant": "untied"},
+        "scaled": ["tied_x5"], "seeds": [0, 1, 2]}
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_parameter_counts_are_a_built_models_numel(tied):
+    cell = grid.cells(_config(sizes=[{"hidden_size": 48, "layers": 2, "heads": 3, "intermediate_size": 100}],
+                              steps=[10]))[0]
+    model = build_model(model_config("olmo", vocab_size=cell.vocab_size, hidden_size=48, layers=2, heads=3,
+                                     seq_len=64, tied=tied, eos_id=0, intermediate_size=100), 0)
+    non_embedding, embedding = cell.params(tied)
+    assert non_embedding + embedding == sum(p.numel() for p in model.parameters())
+    inputs = model.get_input_embeddings().weight.numel()
+    assert embedding == inputs * (1 if tied else 2)
+    assert math.isclose(cell.embedding_share(tied), embedding / (non_embedding + embedding))
+
+
+def test_embedding_share_falls_along_the_size_axis():
+    facts = grid.facts(grid.cells(_config(steps=[300])))
+    assert facts["params"].is_monotonic_increasing
+    assert facts["embedding_share"].is_monotonic_decreasing and facts["embedding_share"].nunique() == 3
+    assert (facts["embedding_share_untied"] > facts["embedding_share"]).all()
+    assert facts.loc[1, "params"] == 835_584  # the default model, tied
+
+
+@pytest.mark.parametrize("scaling, message", [
+    ({"seeds": [0, 1]}, "at least 3"),
+    ({"sizes": [{"hidden_size": 100, "layers": 2}]}, "multiple of scaling.head_dim"),
+    ({"sizes": [{"hidden_size": 96, "layers": 2, "heads": 32}]}, "even head size"),
+    ({"checkpoint_fractions": [0.5, 1]}, "from 0 to 1"),
+    ({"exclude": ["d1_l1_s1"]}, "unknown cells"),
+    ({"lens": "some"}, "list of cell names"),
+    ({"scaled": ["untied"]}, "not tied"),
+])
+def test_bad_grids_are_refused_in_one_line(scaling, message):
+    with pytest.raises(PipelineError, match=message):
+        grid.cells(_config(**scaling))
+
+
+@pytest.mark.parametrize("path", ["configs/scaling.yaml", "configs/scaling-cluster.yaml"])
+def test_the_shipped_grids_expand(path):
+    cells = grid.cells(yaml.safe_load(open(path)))
+    assert len({c.name for c in cells}) == len(cells) >= 4
+
+
+def _claims(cell_index):
+    """A cell's claims table and seed table from synthetic per-seed values (C1 with a chance level, C3 without)."""
+    rng = np.random.default_rng(cell_index)
+    seeds = pd.Index([0, 1, 2], name="seed")
+    stats = {"C1": Statistic(pd.Series(0.1 * cell_index + rng.normal(0.3, 0.02, 3), seeds),
+                             chance=pd.Series(rng.normal(0.01, 0.001, 3), seeds)),
+             "C3": Statistic(pd.Series(rng.normal(0.1 * cell_index, 0.05, 3), seeds))}
+    return claims_table(stats), seed_table(stats)
+
+
+def _table(with_seeds=False):
+    """(cell facts, {cell: (claims table, seed table)}, the scaling table)."""
+    facts = grid.facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
+    made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
+    seeds = {c: s for c, (_, s) in made.items()} if with_seeds else None
+    return facts, made, sweep.scaling_table({c: t for c, (t, _) in made.items()}, facts, seeds)
+
+
+def test_scaling_table_carries_each_cells_claims_and_facts_exactly():
+    facts, made, table = _table(with_seeds=True)
+    assert list(table.columns) == sweep.COLUMNS
+    assert list(table["cell"]) == [c for c in facts["cell"] for _ in ("C1", "C3")]
+    for cell, (claims, seeds) in made.items():
+        rows = table[table["cell"] == cell].set_index("claim")
+        for column in ("mean", "ci_low", "ci_high", "n_seeds", "verdict", "paper_value"):
+            assert rows[column].tolist() == claims.set_index("claim")[column].tolist()
+        assert rows.loc["C1", "chance"] == seeds[seeds["claim"] == "C1"]["chance"].mean()
+        assert math.isnan(rows.loc["C3", "chance"])
+        fact = facts.set_index("cell").loc[cell]
+        assert (rows[["params", "embedding_share", "tokens", "steps"]] == fact[
+            ["params", "embedding_share", "tokens", "steps"]]).all().all()
+
+
+def test_scaling_table_without_seed_tables_reads_the_chance_text(tmp_path):
+    _, made, table = _table()
+    first = made["d48_l2_s300"][0].set_index("claim")
+    row = table[(table["cell"] == "d48_l2_s300") & (table["claim"] == "C1")].iloc[0]
+    assert row["chance"] == float(first.loc["C1", "chance"])
+    sweep.write_scaling(table, tmp_path / "scaling.csv", tmp_path / "scaling.md")
+    md = (tmp_path / "scaling.md").read_text()
+    assert "| cell |" in md and "d192_l5_s300" in md and "| ours |" not in md.splitlines()[1]
+    assert len(pd.read_csv(tmp_path / "scaling.csv")) == len(table)
+
+
+def test_scaling_table_needs_every_cells_claims():
+    facts = grid.facts(grid.cells(_config()))
+    with pytest.raises(PipelineError, match="no claims table"):
+        sweep.scaling_table({}, facts)
+
+
+def test_scaling_figure_writes_a_pdf(tmp_path):
+    _, _, table = _table()
+    path = tmp_path / "scaling.pdf"
+    plot_scaling(table, path)
+    data = path.read_bytes()
+    assert data.startswith(b"%PDF") and len(data) > 1000
