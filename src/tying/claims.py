@@ -172,6 +172,19 @@ def early_layer_gap(df, lens="tuned"):
     return means.reset_index()[["pair", "seed", "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
 
 
+def lens_budget_text(checks, pair="main"):
+    """C3's detail: how far the second half of the lens budget moved any state's held-out KL, per role,
+    from the `tying.lens.convergence` frames of the lens_convergence jobs (pair, role, seed, layer,
+    change_bits, steps); "" without them."""
+    if checks is None:
+        return ""
+    rows = only(checks, pair=pair)
+    moved = rows.groupby("role")["change_bits"].agg(lambda c: c.abs().max())
+    seeds, steps = sorted(rows["seed"].unique()), int(rows["steps"].iloc[0])
+    return (f"lens budget check (seed {', '.join(map(str, seeds))}, {steps // 2} -> {steps} steps): max |change| "
+            + ", ".join(f"{moved[r]:.4f} bits {r}" for r in moved.index))
+
+
 def lens_gap(lens, pair="main"):
     """C3 per seed: early_layer_gap of the tuned lens metric (pair, role, seed, layer, lens, kl_bits) -> Series by seed."""
     return only(early_layer_gap(lens), pair=pair).set_index("seed")["gap_bits"]
@@ -226,11 +239,12 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
                      scaling=None, lens=None, *, pair="main", k=10, early_steps=None,
-                     scaled_variant="tied_x5"):
+                     scaled_variant="tied_x5", lens_convergence=None):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
-    Frames are the tidy metric tables (`lens`: the lens metric of both models of the pair);
-    early_steps: the last step of "early training" for C5 (None: every logged step).
+    Frames are the tidy metric tables (`lens`: the lens metric of both models of the pair;
+    `lens_convergence`: the lens jobs' half-budget checks, C3's detail); early_steps: the last step
+    of "early training" for C5 (None: every logged step).
     """
     out = {}
     if alignment is not None:
@@ -242,7 +256,7 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
         out["C2"] = Statistic(knn_gap(knn, pair, k), chance=knn_gap(knn, pair, k, column="null_overlap"),
                               per_token=_single(knn_gap, knn, pair, k))
     if lens is not None:
-        out["C3"] = Statistic(lens_gap(lens, pair))
+        out["C3"] = Statistic(lens_gap(lens, pair), detail=lens_budget_text(lens_convergence, pair))
     if evolution is not None:
         out["C4"] = Statistic(drift_gap(evolution, pair))
     if grad_flow is not None:

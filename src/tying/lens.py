@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save_file
 
 from tying.errors import PipelineError
 from tying.io import atomic_path
+from tying.tokens import load_ids
 
 
 class TunedLens(torch.nn.Module):
@@ -130,6 +131,24 @@ RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip")
 def recipe(cfg):
     """train_lens's keyword arguments from a config's `lens:` section (steps, batch_size, seq_len, RECIPE)."""
     return {key: cfg[key] for key in ("steps", "batch_size", "seq_len", *RECIPE)}
+
+
+def load_job(files, cfg):
+    """A lens job's frozen model, placed by `lens_placement` from the config's lens.device and lens.dtype,
+    and its train and val token arrays: `files` maps model, train, val and meta to paths."""
+    from tying.unembed import frozen_model, lens_placement
+
+    device, dtype = lens_placement(cfg["device"], cfg["dtype"])
+    return (frozen_model(files["model"], device=device, dtype=dtype), load_ids(files["train"], files["meta"]),
+            load_ids(files["val"], files["meta"]))
+
+
+def fit_and_evaluate(model, train, val, cfg, *, seed, steps=None):
+    """Train a lens on `train` with the config's `lens:` recipe (`steps` overrides lens.steps) and
+    evaluate it on `val`: (lens, `evaluate_lens` frame)."""
+    lens = train_lens(model, train, **{**recipe(cfg), **({} if steps is None else {"steps": steps})}, seed=seed)
+    return lens, evaluate_lens(model, lens, val, seq_len=cfg["seq_len"], batch_size=cfg["batch_size"],
+                               batches=cfg["eval_batches"])
 
 
 def convergence(half, full):

@@ -75,6 +75,8 @@ def claims_inputs(wildcards):
     pair, *further = claims_pairs(config)
     metrics, further_metrics = claims_metrics(config)
     inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics} | {"lens": lens_metrics(pair)}
+    inputs["lens_convergence"] = expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
+                                        seed=pair_seeds(config, pair)[0])  # C3's detail: its first seed's check
     inputs |= {f"further_{name}": per_seed(getattr(rules, name), further) for name in further_metrics}
     if claims_sources(config):  # a released pair: the fetch records naming the commits measured
         inputs["sources"] = claims_sources(config)

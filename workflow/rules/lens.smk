@@ -6,8 +6,6 @@ rule lens:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
     output:
         metric="results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
-        # held-out KL per state of this lens and of one trained for half its steps
-        convergence="results/metrics/lens/{pair}/{role}/seed{seed}.convergence.parquet",
         weights="results/lens/{pair}/{role}/seed{seed}.safetensors",
     params:
         ids=lambda w: {
@@ -33,6 +31,34 @@ rule lens:
         "../envs/tying.yaml"
     script:
         "../scripts/lens.py"
+
+
+rule lens_convergence:
+    input:
+        unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
+        metric=rules.lens.output.metric,
+    output:
+        # held-out KL per state of the lens job's lens and of one trained for half its steps
+        "results/metrics/lens/{pair}/{role}/seed{seed}.convergence.parquet",
+    params:
+        ids=rules.lens.params.ids,
+        lens=config["lens"],
+    log:
+        "logs/lens/{pair}/{role}/seed{seed}.convergence.log",
+    benchmark:
+        "results/benchmarks/lens/{pair}/{role}/seed{seed}.convergence.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=30,
+        gpu=1 if config["lens"]["device"] == "cuda" else 0,
+    threads: config["lens"]["threads"]
+    wildcard_constraints:
+        role="tied|untied",
+        seed=r"\d+",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/lens_convergence.py"
 
 
 rule fig_lens:
