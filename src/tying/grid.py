@@ -34,7 +34,7 @@ projections and three d x intermediate MLP matrices, no biases, and OLMo's layer
 weights; the embedding is V x d, twice that untied. `params` and `embedding_share` are the tied
 model's; the untied model's are beside them.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -154,7 +154,7 @@ def cells(config):
         unknown = sorted(listed - set(names))
         if unknown:
             raise PipelineError(f"scaling.{key}: unknown cells {unknown} (cells: {', '.join(names)})")
-    return [Cell(**{**c.__dict__, "lens": lens == "all" or c.name in lens}) for c in out if c.name not in excluded]
+    return [replace(c, lens=lens == "all" or c.name in lens) for c in out if c.name not in excluded]
 
 
 def facts(grid_cells):

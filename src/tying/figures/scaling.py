@@ -21,6 +21,7 @@ PANELS = {  # claim -> (panel title, y label); C1, C2, C4, C7a and C7b as in cla
     "C6c": ("C6c: untied input norm change", "max |final / step 0 − 1|"),
 }
 NCOLS = 3
+DODGE = 1.05  # budgets' points sit this factor apart along the log x axis, so equal sizes do not overlap
 BUDGET_COLOURS = ["#3b75af", "#d9a21b", "#d45d9b", "#4c9a5b", "#7f5fb0", "#8c6d4f"]
 
 
@@ -56,13 +57,18 @@ def plot_scaling(table, path):
 
 
 def _panel(ax, rows, claim, colours, first_row):
+    budgets = list(colours)
     for steps, line in rows.groupby("steps"):
         line = line.sort_values("params")
         colour = colours[steps]
-        ax.plot(line["params"], line["mean"], color=colour, marker="o", markersize=3, linewidth=1)
-        ax.fill_between(line["params"], line["ci_low"], line["ci_high"], color=colour, alpha=0.2, linewidth=0)
+        x = line["params"] * DODGE ** (budgets.index(steps) - (len(budgets) - 1) / 2)
+        ax.plot(x, line["mean"], color=colour, marker="o", markersize=3, linewidth=1)
+        ax.fill_between(x, line["ci_low"], line["ci_high"], color=colour, alpha=0.2, linewidth=0)
+        if len(line) == 1:  # a band needs two sizes: one size's interval as an error bar
+            ax.errorbar(x, line["mean"], [line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]],
+                        color=colour, alpha=0.5, linewidth=2, capsize=0)
         if line["chance"].notna().any():
-            ax.plot(line["params"], line["chance"], color=colour, linestyle=":", marker=".", markersize=3,
+            ax.plot(x, line["chance"], color=colour, linestyle=":", marker=".", markersize=3,
                     linewidth=0.9, alpha=0.8)
     if not math.isnan(CLAIMS[claim].paper_value):
         ax.axhline(CLAIMS[claim].paper_value, color="black", linestyle="--", linewidth=0.8)
