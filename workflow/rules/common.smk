@@ -13,6 +13,7 @@ from tying.pairs import (analysis_params, checkpoint_dir, claims_at_paper_scale,
                          trained_control_dir, trained_runs, trajectory_models, trajectory_points,
                          trajectory_variants)
 from tying.errors import PipelineError
+from tying.memory import request_mb
 from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")

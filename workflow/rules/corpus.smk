@@ -12,9 +12,7 @@ rule corpus:
     benchmark:
         "results/benchmarks/corpus/shard{shard}.tsv"
     resources:
-        mem_mb=2000,
         runtime=120,
-    threads: 1
     wildcard_constraints:
         shard=r"\d+",
     conda:

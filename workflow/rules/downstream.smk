@@ -18,9 +18,7 @@ rule downstream_text:
         "results/benchmarks/downstream/text.tsv"
     resources:
         network=1,
-        mem_mb=2000,
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -48,7 +46,6 @@ rule perplexity:
         mem_mb=8000,
         runtime=60,
         gpu=1 if DOWNSTREAM.get("device") == "cuda" else 0,
-    threads: 1
     wildcard_constraints:
         seed=r"\d+",
     conda:
@@ -76,7 +73,6 @@ rule lm_eval:
         mem_mb=16000,
         runtime=240,
         gpu=1 if DOWNSTREAM.get("device") == "cuda" else 0,
-    threads: 1
     wildcard_constraints:
         seed=r"\d+",
     conda:

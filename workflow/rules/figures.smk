@@ -1,4 +1,5 @@
-# One rule per paper figure: tidy metric Parquet in, vector PDF out.
+# One rule per paper figure: tidy metric Parquet in, vector PDF out (tying.figures.registry draws each rule's
+# figure); Figures 4 and 5 are Figure 1's rule on another metric.
 
 
 rule fig1:
@@ -12,10 +13,6 @@ rule fig1:
         "logs/figures/fig1.log",
     benchmark:
         "results/benchmarks/figures/fig1.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -33,10 +30,6 @@ rule fig_evolution:
         "logs/figures/{fig}.log",
     benchmark:
         "results/benchmarks/figures/{fig}.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
     wildcard_constraints:
         fig="fig3|fig8|fig9",
     conda:
@@ -45,7 +38,7 @@ rule fig_evolution:
         "../scripts/figure.py"
 
 
-rule fig4:
+use rule fig1 as fig4 with:
     input:
         lambda w: per_seed(rules.grad_flow, config["figures"]["fig4"]),
     output:
@@ -56,17 +49,9 @@ rule fig4:
         "logs/figures/fig4.log",
     benchmark:
         "results/benchmarks/figures/fig4.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
-    conda:
-        "../envs/tying.yaml"
-    script:
-        "../scripts/figure.py"
 
 
-rule fig5:
+use rule fig1 as fig5 with:
     input:
         lambda w: per_seed(rules.norm_freq, config["figures"]["fig5"]),
     output:
@@ -78,11 +63,3 @@ rule fig5:
         "logs/figures/fig5.log",
     benchmark:
         "results/benchmarks/figures/fig5.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
-    conda:
-        "../envs/tying.yaml"
-    script:
-        "../scripts/figure.py"

@@ -23,7 +23,6 @@ rule hub_embeddings:
         network=1,
         mem_mb=4000,
         runtime=60,
-    threads: 1
     wildcard_constraints:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
@@ -46,7 +45,6 @@ rule hub_model:
         network=1,
         mem_mb=4000,
         runtime=240,
-    threads: 1
     wildcard_constraints:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
@@ -72,7 +70,6 @@ rule hub_tokens:
     resources:
         mem_mb=4000,
         runtime=60,
-    threads: 1
     wildcard_constraints:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
@@ -98,9 +95,7 @@ rule download_plan:
         "results/benchmarks/hub/download_plan.tsv"
     resources:
         network=1,
-        mem_mb=2000,
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:

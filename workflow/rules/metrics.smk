@@ -11,9 +11,7 @@ rule trained_control:
     benchmark:
         "results/benchmarks/controls/{arch}/{variant}/seed{seed}/step{step}/{matrix}.tsv"
     resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
+        mem_mb=lambda w, input: request_mb("control", input, 2000),
     wildcard_constraints:
         seed=r"\d+",
         step=r"\d+",
@@ -37,9 +35,8 @@ rule alignment:
     benchmark:
         "results/benchmarks/metrics/alignment/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, input: request_mb("alignment", [input.untied, input.tied], 4000),
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -61,9 +58,8 @@ rule knn:
     benchmark:
         "results/benchmarks/metrics/knn/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, input: request_mb("knn", [input.untied, input.tied], 4000),
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -87,9 +83,8 @@ rule scaling:
     benchmark:
         "results/benchmarks/metrics/scaling/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, input: request_mb("scaling", [*input.untied, *input.tied], 4000, held=2),
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -111,9 +106,8 @@ rule evolution:
     benchmark:
         "results/benchmarks/metrics/evolution/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, input: request_mb("evolution", input.checkpoints, 4000, held=3),
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -134,10 +128,6 @@ rule grad_flow:
         "logs/metrics/grad_flow/{pair}/seed{seed}.log",
     benchmark:
         "results/benchmarks/metrics/grad_flow/{pair}/seed{seed}.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -158,9 +148,7 @@ rule norm_freq:
     benchmark:
         "results/benchmarks/metrics/norm_freq/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=4000,
-        runtime=10,
-    threads: 1
+        mem_mb=lambda w, input: request_mb("norm_freq", [input.untied, input.tied, *input.initial], 4000),
     conda:
         "../envs/tying.yaml"
     script:
@@ -181,10 +169,6 @@ rule loss:
         "logs/metrics/loss.log",
     benchmark:
         "results/benchmarks/metrics/loss.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:

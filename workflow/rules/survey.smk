@@ -21,9 +21,7 @@ rule survey_control:
     benchmark:
         "results/benchmarks/survey/controls/{repo}/{revision}/{matrix}.tsv"
     resources:
-        mem_mb=8000,
-        runtime=10,
-    threads: 1
+        mem_mb=lambda w, input: request_mb("control", input, 8000),
     wildcard_constraints:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
@@ -54,7 +52,6 @@ rule survey_table:
     resources:
         mem_mb=8000,
         runtime=20,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -70,10 +67,6 @@ rule survey_figure:
         "logs/survey/figure.log",
     benchmark:
         "results/benchmarks/survey/figure.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:

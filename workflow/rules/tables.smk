@@ -13,10 +13,6 @@ rule table1:
         "logs/tables/table1.log",
     benchmark:
         "results/benchmarks/tables/table1.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -35,17 +31,13 @@ rule table2:
         "logs/tables/table2.log",
     benchmark:
         "results/benchmarks/tables/table2.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
         "../scripts/table.py"
 
 
-rule table5:
+use rule table1 as table5 with:
     input:
         lambda w: per_seed(rules.knn, config["tables"]["table5"]),
     output:
@@ -57,17 +49,9 @@ rule table5:
         "logs/tables/table5.log",
     benchmark:
         "results/benchmarks/tables/table5.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
-    conda:
-        "../envs/tying.yaml"
-    script:
-        "../scripts/table.py"
 
 
-rule table6:
+use rule table2 as table6 with:
     input:
         lambda w: per_seed(rules.scaling, config["tables"]["table6"]),
     output:
@@ -79,14 +63,6 @@ rule table6:
         "logs/tables/table6.log",
     benchmark:
         "results/benchmarks/tables/table6.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
-    conda:
-        "../envs/tying.yaml"
-    script:
-        "../scripts/table.py"
 
 
 rule table7:
@@ -100,10 +76,6 @@ rule table7:
         "logs/tables/table7.log",
     benchmark:
         "results/benchmarks/tables/table7.tsv"
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -131,7 +103,6 @@ rule claims:
     resources:
         mem_mb=4000,
         runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:

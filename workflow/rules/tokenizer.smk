@@ -12,7 +12,6 @@ rule tokenizer:
     resources:
         mem_mb=4000,
         runtime=60,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:

@@ -17,7 +17,6 @@ rule tokens_shard:
     resources:
         mem_mb=4000,
         runtime=120,
-    threads: 1
     wildcard_constraints:
         shard=r"\d+",
     conda:
@@ -40,10 +39,6 @@ rule tokens:
         "logs/tokens.log",
     benchmark:
         "results/benchmarks/tokens.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -65,9 +60,7 @@ rule token_set:
     benchmark:
         "results/benchmarks/token_sets/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=2000,
         runtime=30,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:

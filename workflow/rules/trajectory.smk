@@ -20,9 +20,10 @@ rule trajectory:
     benchmark:
         "results/benchmarks/metrics/trajectory/{pair}/seed{seed}.tsv"
     resources:
-        mem_mb=8000,
+        # one point's untied, tied and scaled models at a time
+        mem_mb=lambda w, input: request_mb("trajectory", [*input.untied, *input.tied, *input.get("scaled", [])],
+                                           8000, held=2 + len(trajectory_variants(config, w.pair))),
         runtime=60,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
@@ -43,10 +44,6 @@ rule claims_over_training:
         "logs/tables/claims_over_training.log",
     benchmark:
         "results/benchmarks/tables/claims_over_training.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
     conda:
         "../envs/tying.yaml"
     script:
