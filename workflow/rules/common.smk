@@ -1,19 +1,19 @@
-# Config validation and the helpers every rule uses.
+# Config validation, and the wiring every rule file uses: what a pair is comes from tying.pairs; the
+# functions here expand rule outputs over it.
 import sys
 
 from huggingface_hub import get_token
 from snakemake.utils import min_version
 
 from tying.config import check, run_params, typed_overrides
-from tying.pairs import (analysis_params, checkpoint_dir, claims_at_paper_scale, claims_metrics, claims_pairs, claims_sources,
-                         control_dir, downstream_runs, early_steps, evolution_models, has_token_set, hub_dir,
-                         initial_models, lens_tokens_source, model_dims, model_dir, pair_models, pair_seeds,
-                         pair_step, reference_name, released_pairs, scaled_models, scaled_variants, schedule,
-                         scaling_steps, survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
-                         trained_control_dir, trained_runs, trajectory_models, trajectory_points,
-                         trajectory_variants)
 from tying.errors import PipelineError
 from tying.memory import request_mb
+from tying.pairs import (analysis_params, checkpoint_dir, claims_at_paper_scale, claims_metrics, claims_pairs,
+                         claims_sources, control_dir, downstream_runs, early_steps, evolution_models, has_token_set,
+                         hub_dir, initial_models, lens_tokens_source, model_dims, model_dir, pair_models, pair_seeds,
+                         pair_step, reference_name, released_pairs, scaled_models, scaled_variants, schedule,
+                         scaling_steps, survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
+                         trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
 from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
