@@ -1,5 +1,5 @@
-# Config validation, and the wiring every rule file uses: what a pair is comes from tying.pairs; the
-# functions here expand rule outputs over it.
+# Config validation, and the wiring of every rule file (what a pair is comes from tying.pairs; the
+# functions here expand rule outputs over it).
 import sys
 
 from huggingface_hub import get_token
