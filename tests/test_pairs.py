@@ -52,7 +52,7 @@ def test_the_training_schedule_is_read_in_one_place(config):
     assert shared == pairs.schedule(config, {"arch": "olmo", "variant": "tied"}) == pairs.pair_schedule(config, "main")
     assert (shared.steps, shared.checkpoints, shared.final) == (6, (0, 3, 6), 6)
     assert pairs.early_steps(config) == max(1, round(config["analysis"]["early_fraction"] * 6))
-    assert pairs.scaling_steps(config) == [3, 6]
+    assert pairs.scaling_steps(config, "main") == [3, 6]
     params = run_params(config, "olmo", "tied")
     assert (params["steps"], params["checkpoints"]) == (6, [0, 3, 6])
 

@@ -5,7 +5,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from tying.errors import PipelineError
-from tying.pairs import claims_pairs, is_trained, model_dims, schedule, trained, unwritten_trajectories
+from tying.pairs import (claims_pairs, is_trained, model_dims, pair_schedule, schedule, trained,
+                         unwritten_trajectories)
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
@@ -34,6 +35,10 @@ def check(config, schema_path):
     if late:
         raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({runs.steps})")
     for arch in config["architectures"]:
+        own = schedule(config, {"arch": arch})
+        late = sorted(s for s in own.checkpoints if s > own.steps)
+        if late:  # only an architecture's own train entry can get here
+            raise PipelineError(f"architectures.{arch}.train.checkpoints: {late} exceed its steps ({own.steps})")
         dims = model_dims(config, arch)
         if dims["hidden_size"] % dims["heads"]:
             raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
@@ -76,7 +81,7 @@ def _check_shards(corpus):
 
 def _check_pairs(config):
     """Cross-references the schema cannot state: names that must exist, steps that must be exported."""
-    pairs, steps = config.get("pairs", {}), set(schedule(config).checkpoints)
+    pairs = config.get("pairs", {})
     for name, pair in pairs.items():
         for role in ("tied", "untied"):
             ref = pair.get(role)
@@ -93,7 +98,7 @@ def _check_pairs(config):
         for variant in pair.get("scaled", []):
             if not config["variants"].get(variant, {}).get("tied"):
                 raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant")
-        if pair.get("step") is not None and pair["step"] not in steps:
+        if pair.get("step") is not None and pair["step"] not in pair_schedule(config, name).checkpoints:
             raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints")
     for key, pair in _targets(config):
         if pair not in pairs:
@@ -115,7 +120,8 @@ def _check_pairs(config):
                 and "evolution" not in pairs[pair]):
             raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
                                 "untied model)")
-    if "table6" in config.get("tables", {}) and config["analysis"]["early_step"] not in steps:
+    table6 = config.get("tables", {}).get("table6")
+    if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")
 

@@ -27,7 +27,9 @@ tokenizer.vocab_size. A cell becomes one architecture and one pair, both named a
 learning-rate schedule depends on the total steps, so a 300-step run is not a 1500-step run's
 step-300 checkpoint. Its architecture entry carries the cell's schedule as
 `architectures.<cell>.train: {steps, checkpoints}`, a per-architecture override of train.steps and
-train.checkpoints that the config schema and tying.pairs.schedule do not read yet.
+train.checkpoints that tying.pairs.schedule reads. `merge` adds the entries to the config as it is
+loaded (workflow/rules/common.smk, before the config check), so each cell is an ordinary
+architecture and pair to every rule.
 
 Parameters are counted as transformers builds OlmoForCausalLM: per block four d x d attention
 projections and three d x intermediate MLP matrices, no biases, and OLMo's layer norms have no
@@ -166,6 +168,20 @@ def config_entries(grid_cells):
     """{"architectures": {cell: entry}, "pairs": {cell: entry}}: what the cells add to the config."""
     return {"architectures": {c.name: c.architecture() for c in grid_cells},
             "pairs": {c.name: c.pair() for c in grid_cells}}
+
+
+def merge(config):
+    """Add the cells' architectures and pairs (config_entries) to `config` in place; nothing without a
+    scaling section. A cell's name the config already gives another entry is an error (an equal entry,
+    from an earlier merge of the same config, is not)."""
+    if not config.get("scaling"):
+        return
+    for key, entries in config_entries(cells(config)).items():
+        present = config.setdefault(key, {})
+        taken = sorted(name for name in entries if name in present and present[name] != entries[name])
+        if taken:
+            raise PipelineError(f"{key}: {', '.join(taken)} is a scaling cell's name; rename the entry")
+        present.update(entries)
 
 
 def _dims(grid, size, key):

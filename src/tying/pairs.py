@@ -4,11 +4,14 @@ A pair (config `pairs.<name>`) compares a tied model with an untied one. Each ro
 a run this pipeline trains ({arch, variant}) or a released hub model ({hub, revision}); a pair is
 trained or released by its untied reference, decided by `is_trained` alone. These functions say a
 pair's seeds, the step it is compared at, its model directories, which metric inputs it has, and
-a run's training schedule (`schedule`, the one place that reads train.steps and train.checkpoints).
+a run's training schedule (`schedule`, the one place that reads train.steps and train.checkpoints,
+and an architecture's own `train` override of them).
 They take and return values and path strings; the rule files (workflow/rules/common.smk) expand
 rule outputs over them, and the config check (tying.config) asks the same questions.
 """
 from dataclasses import dataclass
+
+from tying import grid
 
 ROLES = ("tied", "untied")
 # A pair's per-seed metrics the claims table reads; a released claims pair has the first three only.
@@ -51,8 +54,8 @@ def claims_pairs(config):
 
 
 def model_dims(config, arch):
-    """model.* with the architecture's overrides applied (family removed)."""
-    overrides = {k: v for k, v in config["architectures"][arch].items() if k != "family"}
+    """model.* with the architecture's overrides applied (family and its train schedule removed)."""
+    overrides = {k: v for k, v in config["architectures"][arch].items() if k not in ("family", "train")}
     return {"intermediate_size": None, **config["model"], **overrides}
 
 
@@ -71,10 +74,22 @@ class Schedule:
 
 
 def schedule(config, ref=None):
-    """The training schedule of the trained run `ref` ({arch, variant}); every run today trains
-    train.steps and exports train.checkpoints, so `ref` None asks for that shared schedule."""
+    """The training schedule of the trained run `ref` ({arch, ...}): train.steps and train.checkpoints,
+    each replaced by its architecture's `train` entry where it has one (a scaling cell's schedule);
+    `ref` None (or a released model) asks for the shared train.* schedule."""
     train = config["train"]
+    if ref is not None and is_trained(ref):
+        train = {**train, **config["architectures"][ref["arch"]].get("train", {})}
     return Schedule(train["steps"], tuple(sorted(train["checkpoints"])))
+
+
+def checkpoint_groups(config):
+    """{checkpoints: [architectures]}: the architectures whose runs export the same steps, the shared
+    train.checkpoints first (each group is one train rule, whose outputs are those checkpoints)."""
+    groups = {schedule(config).checkpoints: []}
+    for arch in config["architectures"]:
+        groups.setdefault(schedule(config, {"arch": arch}).checkpoints, []).append(arch)
+    return groups
 
 
 def pair_schedule(config, pair):
@@ -82,16 +97,20 @@ def pair_schedule(config, pair):
     return schedule(config, config["pairs"][pair]["untied"])
 
 
-def early_steps(config):
-    """Claim C5's early training: the steps up to analysis.early_fraction of the steps (at least 1)."""
-    return max(1, round(config["analysis"]["early_fraction"] * schedule(config).steps))
+def early_steps(config, pair=None):
+    """Claim C5's early training: the steps up to analysis.early_fraction of the pair's steps (`pair`
+    None: of train.steps), at least 1."""
+    runs = schedule(config) if pair is None else pair_schedule(config, pair)
+    return max(1, round(config["analysis"]["early_fraction"] * runs.steps))
 
 
-def scaling_steps(config):
-    """Steps of Tables 2 (the last) and 6 (analysis.early_step), as enabled."""
-    tables = config.get("tables", {})
-    steps = ([config["analysis"]["early_step"]] if "table6" in tables else []) + (
-        [schedule(config).final] if "table2" in tables or "claims" in tables else [])
+def scaling_steps(config, pair):
+    """Steps of a pair's scaling metric: Table 6's (analysis.early_step, where the pair exports it) and
+    the last, for Table 2 and the claims (a scaling cell's claims among them), as enabled."""
+    tables, runs = config.get("tables", {}), pair_schedule(config, pair)
+    early = config["analysis"]["early_step"]
+    final = "table2" in tables or "claims" in tables or pair in scaling_cells(config)
+    steps = ([early] if "table6" in tables and early in runs.checkpoints else []) + ([runs.final] if final else [])
     return sorted(set(steps))
 
 
@@ -217,8 +236,7 @@ def claims_metrics(config):
     """(metrics of the first claims pair, metrics of the further pairs): the per-seed metric names
     claim_statistics reads as its arguments; a released first pair has no training-time metrics."""
     first, *further = claims_pairs(config)
-    metrics = CLAIMS_METRICS if trained(config, first) else RELEASED_CLAIMS_METRICS
-    return list(metrics), list(FURTHER_CLAIMS_METRICS) if further else []
+    return pair_claims_metrics(config, first), list(FURTHER_CLAIMS_METRICS) if further else []
 
 
 def claims_at_paper_scale(config):
@@ -231,6 +249,18 @@ def claims_sources(config):
     commits measured; [] for a trained pair."""
     pair = claims_pairs(config)[0]
     return [] if trained(config, pair) else [pair_models(config, pair, 0)[role] for role in ROLES]
+
+
+def pair_claims_metrics(config, pair):
+    """The per-seed metrics a pair's claims read: every claim's for a trained pair, the first three for
+    a released one (no training-time metrics)."""
+    return list(CLAIMS_METRICS if trained(config, pair) else RELEASED_CLAIMS_METRICS)
+
+
+def scaling_cells(config):
+    """The names of the scaling grid's cells (tying.grid), each an architecture and pair of its own;
+    [] without a scaling section."""
+    return [c.name for c in grid.cells(config)] if config.get("scaling") else []
 
 
 # --- Claims over training ----------------------------------------------------------------------
@@ -300,9 +330,11 @@ def survey_comparison(config, pair):
 
 def token_plan(config):
     """The token join's line in a dry run: how many shards, and how many tokens each training run
-    draws (steps x batch x sequence) beside the corpus's budget."""
-    batch, corpus, steps = config["train"]["batch_size"], config["corpus"], schedule(config).steps
+    draws (steps x batch x sequence; its architecture's steps) beside the corpus's budget."""
+    batch, corpus = config["train"]["batch_size"], config["corpus"]
+    steps = sorted({schedule(config, {"arch": arch}).steps for arch in config["architectures"]})
     seq_len = max(model_dims(config, arch)["seq_len"] for arch in config["architectures"])
     budget = f"; the corpus streams up to {corpus['max_tokens']:,} words" if "max_tokens" in corpus else ""
-    return (f"join {corpus['shards']} token shard(s): each training run draws {steps} x {batch} x {seq_len} = "
-            f"{steps * batch * seq_len:,} tokens{budget} (the job prints the train split's tokens)")
+    tokens = " to ".join(f"{s * batch * seq_len:,}" for s in sorted({steps[0], steps[-1]}))
+    return (f"join {corpus['shards']} token shard(s): each training run draws {' or '.join(map(str, steps))} x "
+            f"{batch} x {seq_len} = {tokens} tokens{budget} (the job prints the train split's tokens)")

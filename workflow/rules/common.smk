@@ -7,19 +7,22 @@ from snakemake.utils import min_version
 
 from tying.config import check, run_params, typed_overrides
 from tying.errors import PipelineError
+from tying.grid import cells, merge
 from tying.memory import request_mb
-from tying.pairs import (analysis_params, checkpoint_dir, claims_at_paper_scale, claims_metrics, claims_pairs,
-                         claims_sources, control_dir, downstream_runs, early_steps, evolution_models, has_token_set,
-                         hub_dir, initial_models, lens_tokens_source, model_dims, model_dir, pair_models, pair_seeds,
-                         pair_step, reference_name, released_pairs, scaled_models, scaled_variants, schedule,
-                         scaling_steps, survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
-                         trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
+from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_metrics,
+                         claims_pairs, claims_sources, control_dir, downstream_runs, early_steps, evolution_models,
+                         has_token_set, hub_dir, initial_models, lens_tokens_source, model_dims, model_dir,
+                         pair_claims_metrics, pair_models, pair_seeds, pair_step, reference_name, released_pairs,
+                         scaled_models, scaled_variants, schedule, scaling_steps, survey_comparison, survey_pairs,
+                         token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
+                         trajectory_points, trajectory_variants)
 from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
 
 typed_overrides(config, workflow.config_settings.config)  # --config "lens={steps: 30}": 30, not '30'
 try:
+    merge(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.grid)
     check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
     sys.exit(f"config error: {err}")
@@ -28,8 +31,9 @@ if unpinned_references(config):  # a branch moves: the same config would fetch o
           f"pin them: {PIN_COMMAND}", file=sys.stderr)
 
 PAIRS = config.get("pairs", {})
-CHECKPOINT_STEPS = schedule(config).checkpoints  # the train rule's outputs; tying.pairs.schedule
+TRAIN_GROUPS = checkpoint_groups(config)  # one train rule per exported-steps list; tying.pairs.schedule
 FINAL_STEP = schedule(config).final
+CELLS = cells(config) if config.get("scaling") else []  # the scaling grid's cells (tying.grid)
 
 
 def all_targets():
@@ -43,6 +47,8 @@ def all_targets():
         targets.append("figures/claims_over_training.pdf")
     if "survey" in config:
         targets += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
+    if CELLS:
+        targets += ["results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf"]
     return targets
 
 
@@ -70,19 +76,33 @@ def metric_ids(w):
     return {"pair": w.pair, "seed": int(w.seed), "step": pair_step(config, w.pair)}
 
 
+def pair_claims_inputs(pair, metrics, lens=True):
+    """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (`lens`) the
+    lens metrics of both models and the first seed's lens convergence checks (C3's detail)."""
+    inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics}
+    if lens:
+        inputs |= {"lens": lens_metrics(pair), "lens_convergence": expand(
+            rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair)[0])}
+    return inputs
+
+
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pairs, by claim_statistics argument name: the first pair's
     metrics (tying.pairs.claims_metrics); the alignment and KNN metrics of the others as further_*."""
     pair, *further = claims_pairs(config)
     metrics, further_metrics = claims_metrics(config)
-    inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics} | {"lens": lens_metrics(pair)}
-    inputs["lens_convergence"] = expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
-                                        seed=pair_seeds(config, pair)[0])  # C3's detail: its first seed's check
+    inputs = pair_claims_inputs(pair, metrics)
     inputs |= {f"further_{name}": per_seed(getattr(rules, name), further) for name in further_metrics}
     if claims_sources(config):  # a released pair: the fetch records naming the commits measured
         inputs["sources"] = claims_sources(config)
     paper_scale = config["analysis"].get("paper_scale_claims")
     return inputs | ({"paper_scale": paper_scale} if paper_scale else {})
+
+
+def cell_claims_inputs(wildcards):
+    """A scaling cell's claims inputs: its pair's every metric; the lens only in the cells scaling.lens names."""
+    cell = next(c for c in CELLS if c.name == wildcards.cell)
+    return pair_claims_inputs(cell.name, pair_claims_metrics(config, cell.name), lens=cell.lens)
 
 
 def lens_inputs(pair, role, seed):

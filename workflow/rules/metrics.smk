@@ -69,14 +69,18 @@ rule knn:
 rule scaling:
     input:
         unpack(lambda w: token_set(w.pair, w.seed)),
-        untied=lambda w: [pair_models(config, w.pair, int(w.seed), s)["untied"] for s in scaling_steps(config)],
-        tied=lambda w: [d for s in scaling_steps(config) for d in scaled_models(config, w.pair, int(w.seed), s).values()],
+        untied=lambda w: [
+            pair_models(config, w.pair, int(w.seed), s)["untied"] for s in scaling_steps(config, w.pair)
+        ],
+        tied=lambda w: [
+            d for s in scaling_steps(config, w.pair) for d in scaled_models(config, w.pair, int(w.seed), s).values()
+        ],
     output:
         "results/metrics/scaling/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
         analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
-        steps=lambda w: scaling_steps(config),
+        steps=lambda w: scaling_steps(config, w.pair),
         variants=lambda w: scaled_variants(config, w.pair),
     log:
         "logs/metrics/scaling/{pair}/seed{seed}.log",
@@ -123,7 +127,7 @@ rule grad_flow:
         "results/metrics/grad_flow/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed), "variant": PAIRS[w.pair]["tied"]["variant"]},
-        steps=max(config["analysis"]["grad_flow_steps"], early_steps(config)),
+        steps=lambda w: max(config["analysis"]["grad_flow_steps"], early_steps(config, w.pair)),
     log:
         "logs/metrics/grad_flow/{pair}/seed{seed}.log",
     benchmark:

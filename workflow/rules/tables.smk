@@ -93,7 +93,7 @@ rule claims:
         pairs=claims_pairs(config),
         released=lambda w: released_pairs(config, claims_pairs(config)),
         k=config["analysis"]["knn_k"],
-        early_steps=early_steps(config),
+        early_steps=lambda w: early_steps(config, claims_pairs(config)[0]),
         scaled_variant=config["analysis"]["scaled_variant"],
         at_paper_scale=lambda w: claims_at_paper_scale(config),
     log:
@@ -107,3 +107,61 @@ rule claims:
         "../envs/tying.yaml"
     script:
         "../scripts/claims.py"
+
+
+# The scaling sweep (tying.grid): each cell's claims as the claims table computes them, then every cell's
+# rows in one table and figure.
+use rule claims as cell_claims with:
+    input:
+        unpack(cell_claims_inputs),
+    output:
+        parquet="results/scaling/{cell}/claims.parquet",
+        md="results/scaling/{cell}/claims.md",
+        seeds="results/scaling/{cell}/seeds.parquet",
+    params:
+        pairs=lambda w: [w.cell],
+        released=[],
+        k=config["analysis"]["knn_k"],
+        early_steps=lambda w: early_steps(config, w.cell),
+        scaled_variant=config["analysis"]["scaled_variant"],
+        at_paper_scale=False,
+    log:
+        "logs/scaling/{cell}/claims.log",
+    benchmark:
+        "results/benchmarks/scaling/{cell}/claims.tsv"
+    wildcard_constraints:
+        cell="|".join(c.name for c in CELLS) or "no_cells",
+
+
+rule scaling_table:
+    input:
+        claims=expand(rules.cell_claims.output.parquet, cell=[c.name for c in CELLS]),
+        seeds=expand(rules.cell_claims.output.seeds, cell=[c.name for c in CELLS]),
+    output:
+        csv=report("results/tables/scaling.csv", caption="../report/table.rst", category="Tables"),
+        md="results/tables/scaling.md",
+    params:
+        facts=[c.facts() for c in CELLS],
+    log:
+        "logs/tables/scaling.log",
+    benchmark:
+        "results/benchmarks/tables/scaling.tsv"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/scaling_table.py"
+
+
+rule scaling_figure:
+    input:
+        rules.scaling_table.output.csv,
+    output:
+        report("figures/scaling.pdf", caption="../report/scaling.rst", category="Figures"),
+    log:
+        "logs/figures/scaling.log",
+    benchmark:
+        "results/benchmarks/figures/scaling.tsv"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/scaling_figure.py"

@@ -1,0 +1,128 @@
+"""The scaling grid wired into the DAG (issue 21): cells are ordinary architectures and pairs, each with
+its own schedule, on a micro grid (two sizes x two step counts, three seeds); the draft grids plan."""
+import copy
+import re
+
+import pytest
+import yaml
+
+from snakerun import ROOT, planned_jobs, snakemake
+from tying import grid, pairs
+from tying.config import check, run_params
+from tying.errors import PipelineError
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
+# tests/micro.yaml's data, training and analysis; its pairs and targets give way to the grid's cells.
+GRID = {**MICRO, "seeds": [0, 1, 2], "architectures": {"olmo": {"family": "olmo"}}, "pairs": {}, "figures": {},
+        "tables": {}, "scaling": {"head_dim": 8, "mlp_ratio": 2, "steps": [4, 6], "seeds": [0, 1, 2],
+                                  "sizes": [{"hidden_size": 16, "layers": 1}, {"hidden_size": 24, "layers": 1}],
+                                  "lens": ["d16_l1_s4"]}}
+CELLS = ["d16_l1_s4", "d16_l1_s6", "d24_l1_s4", "d24_l1_s6"]
+AGGREGATES = {"scaling_table", "scaling_figure", "all"}
+
+
+def _grid(**scaling):
+    config = copy.deepcopy(GRID)
+    config["scaling"].update(scaling)
+    return config
+
+
+def _merged(config):
+    grid.merge(config)
+    check(config, SCHEMA)
+    return config
+
+
+def _plain(cell):
+    """The cell written out by hand as a normal config: its architecture, its pair, the shared schedule its steps."""
+    c = next(c for c in grid.cells(GRID) if c.name == cell)
+    config = {k: copy.deepcopy(v) for k, v in GRID.items() if k != "scaling"}
+    config["train"] |= {"steps": c.steps, "checkpoints": [0, c.steps]}
+    config["architectures"] = {cell: {"family": "olmo", "hidden_size": c.hidden_size, "layers": c.layers,
+                                      "heads": c.heads, "intermediate_size": c.intermediate_size}}
+    config["pairs"] = {cell: {"tied": {"arch": cell, "variant": "tied"}, "untied": {"arch": cell, "variant": "untied"},
+                              "scaled": ["tied_x5"], "seeds": [0, 1, 2]}}
+    config["tables"] = {"claims": cell}
+    return config
+
+
+# --- The config: cells become architectures with their own schedule, and pairs ---------------------------
+def test_cells_are_merged_as_architectures_with_their_own_schedule_and_pairs():
+    config = _merged(_grid())
+    assert pairs.scaling_cells(config) == CELLS
+    ref = {"arch": "d24_l1_s6", "variant": "tied"}
+    assert pairs.schedule(config, ref) == pairs.pair_schedule(config, "d24_l1_s6")
+    assert (pairs.schedule(config, ref).steps, pairs.schedule(config, ref).checkpoints) == (6, (0, 6))
+    assert pairs.schedule(config) == pairs.schedule(config, {"arch": "olmo"}) == pairs.Schedule(6, (0, 3, 6))
+    assert "train" not in pairs.model_dims(config, "d24_l1_s6")
+    short, long = run_params(config, "d24_l1_s4", "tied"), run_params(config, "d24_l1_s6", "tied")
+    assert (short["steps"], short["checkpoints"], long["steps"]) == (4, [0, 4], 6)
+    assert {k: v for k, v in short.items() if k not in ("steps", "checkpoints")} == \
+           {k: v for k, v in long.items() if k not in ("steps", "checkpoints")}
+    assert pairs.checkpoint_groups(config) == {(0, 3, 6): ["olmo"], (0, 4): CELLS[::2], (0, 6): CELLS[1::2]}
+    fraction = config["analysis"]["early_fraction"]
+    assert pairs.early_steps(config, "d24_l1_s6") == max(1, round(fraction * 6)) == pairs.early_steps(config)
+    assert pairs.scaling_steps(config, "d16_l1_s4") == [4]  # the claims' final step, with no claims table
+    assert "4 or 6 x 4 x 16 = 256 to 384 tokens" in pairs.token_plan(config)
+    merged = copy.deepcopy(config)
+    grid.merge(merged)  # a second merge of the same config changes nothing
+    assert merged == config
+
+
+def test_a_cell_run_alone_has_the_same_run_params_as_in_the_grid():
+    config, plain = _merged(_grid()), _merged(_plain("d24_l1_s4"))
+    for variant in ("tied", "untied", "tied_x5"):
+        assert run_params(config, "d24_l1_s4", variant) == run_params(plain, "d24_l1_s4", variant)
+    assert pairs.early_steps(config, "d24_l1_s4") == pairs.early_steps(plain, "d24_l1_s4")
+    assert pairs.scaling_steps(config, "d24_l1_s4") == pairs.scaling_steps(plain, "d24_l1_s4")
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda c: c["architectures"].update(d16_l1_s4={"family": "olmo"}),
+     "architectures: d16_l1_s4 is a scaling cell's name"),
+    (lambda c: c["architectures"].update(late={"family": "olmo", "train": {"steps": 4, "checkpoints": [0, 5]}}),
+     "architectures.late.train.checkpoints: [5] exceed its steps (4)"),
+    (lambda c: c["scaling"].update(seeds=[0, 1]), "scaling.seeds: 2 distinct seeds"),
+])
+def test_config_errors_name_the_key(change, message):
+    config = _grid()
+    change(config)
+    with pytest.raises(PipelineError, match=re.escape(message)):
+        _merged(config)
+
+
+# --- The DAG: each cell's runs on its own train rule, a claims job per cell, the aggregates ------------------
+def test_the_micro_grid_plans_a_claims_job_per_cell_with_the_lens_where_listed(tmp_path):
+    result = snakemake(tmp_path, "-n", config=GRID)
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = planned_jobs(result)
+    assert jobs["train_0_4"] == jobs["train_0_6"] == 2 * 9 and "train" not in jobs
+    assert jobs["cell_claims"] == 4 and jobs["alignment"] == 4 * 3 and AGGREGATES <= set(jobs)
+    assert jobs["lens"] == 6 and jobs["lens_convergence"] == 2
+    assert set(re.findall(r"wildcards: pair=(\w+), role=\w+, seed=\d+", result.stdout)) == {"d16_l1_s4"}
+
+
+# --- The draft grids plan --------------------------------------------------------------------------
+def _config_file(tmp_path, name):
+    (tmp_path / "config.yaml").write_text((ROOT / "configs" / name).read_text())
+
+
+def test_the_cpu_grid_plans(tmp_path):
+    _config_file(tmp_path, "scaling.yaml")
+    result = snakemake(tmp_path, "-n")
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = planned_jobs(result)
+    assert jobs["cell_claims"] == len(grid.cells(yaml.safe_load((ROOT / "configs/scaling.yaml").read_text())))
+    assert jobs["lens"] == 6 and AGGREGATES <= set(jobs)
+
+
+def test_the_cluster_grid_plans_with_the_slurm_profile(tmp_path):
+    _config_file(tmp_path, "scaling-cluster.yaml")
+    result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--workflow-profile", "none")
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = planned_jobs(result)
+    assert jobs["cell_claims"] == 15 and jobs["lens"] == 15 * 6 and AGGREGATES <= set(jobs)
+    assert jobs["train_0_1000_5000_10000"] == 5 * 9
+    train = re.search(r"^rule train_0_1000_5000_10000:\n(.*?)(?=^\S|\Z)", result.stdout, re.M | re.S)[1]
+    assert "mem_mb=4000" in train and "runtime=120" in train
