@@ -72,10 +72,6 @@ rule fig_lens:
         "logs/figures/{fig}.log",
     benchmark:
         "results/benchmarks/figures/{fig}.tsv"
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    threads: 1
     wildcard_constraints:
         fig="fig2|fig6|fig7",
     conda:
