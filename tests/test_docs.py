@@ -125,6 +125,24 @@ def test_readme_holds_the_test_command_that_ci_runs():
     assert command in (ROOT / "README.md").read_text().splitlines()
 
 
+CONFIGFILE = re.compile(r"snakemake\b[^\n`]*?--configfile((?:[ \t]+[^\s`#(-][^\s`]*)+)")
+
+
+def targets_after_configfile(text):
+    """Words after a snakemake command's --configfile that are not YAML files: snakemake reads them as
+    config files too (its --configfile takes several), so a target written there fails."""
+    return [word for files in CONFIGFILE.findall(text) for word in files.split()
+            if not word.rstrip(".,;:)").endswith((".yaml", ".yml"))]
+
+
+def test_documented_snakemake_commands_put_targets_before_configfile():
+    sources = PAGES + sorted((ROOT / "configs").glob("*.yaml"))
+    found = [f"{p.name}: {w}" for p in sources for w in targets_after_configfile(p.read_text())]
+    assert not found, found
+    assert targets_after_configfile("snakemake --cores 2 --configfile configs/a.yaml all") == ["all"]
+    assert targets_after_configfile("snakemake all --configfile configs/a.yaml b.yml  # the grid") == []
+
+
 def test_the_checker_flags_what_does_not_exist():
     page = ROOT / "docs" / "index.md"
     text = ("[a](missing.md) [b](../README.md#no-such-heading) [c](../README.md#the-two-commands)\n"
