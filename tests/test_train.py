@@ -42,11 +42,12 @@ def run(s, data, tokenizer, root, until=None):
     return ckpts
 
 
-def test_resume_after_a_kill_is_bit_identical(data, tokenizer, tmp_path):
+@pytest.mark.parametrize("until", [6, 0])  # dies after step 6 (the last saved state is step 4), or right after step 0's
+def test_resume_after_a_kill_is_bit_identical(data, tokenizer, tmp_path, until):
     s = spec()
     straight = run(s, data, tokenizer, tmp_path / "straight")
     killed = tmp_path / "killed"
-    run(s, data, tokenizer, killed, until=6)      # dies after step 6: the last saved state is step 4
+    run(s, data, tokenizer, killed, until=until)
     assert (killed / "work" / "state.pt").exists() and not (killed / "log.parquet").exists()
     resumed = run(s, data, tokenizer, killed)
     for step in s.checkpoints:

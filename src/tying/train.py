@@ -192,7 +192,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
     log, provenance, start = [], [], 0
     if state_path.exists():
         state = torch.load(state_path, map_location=device, weights_only=False)
-        if state["fingerprint"] == spec.fingerprint():
+        if state["fingerprint"] == spec.fingerprint() and state["step"] > 0:  # a step-0 state: start afresh
             model.load_state_dict(state["model"])
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
@@ -205,7 +205,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
         save_checkpoint(spec, model, opt, sched, tokenizer, val, device, 0, log, provenance, state_path, staging)
 
     progress = Progress(name, spec, log_every, start)
-    for step in range(start + 1, (until or spec.steps) + 1):
+    for step in range(start + 1, (spec.steps if until is None else until) + 1):
         x, y = group.shard(train_batch(train_ids, step, spec.seed, spec.batch_size, spec.seq_len))
         tap.reset()
         loss = 0.0
