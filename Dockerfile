@@ -1,4 +1,4 @@
-# The pipeline's software as one image, for `snakemake --sdm apptainer` (README, "Software deployment"):
+# The pipeline's software as one image, for `snakemake --sdm apptainer` (docs/cluster.md, "Software deployment"):
 #   docker build -t tying:0.1.0 . && apptainer build tying.sif docker-daemon://tying:0.1.0
 # It holds the pip list of workflow/envs/tying.yaml (the rules' conda environment), installed under
 # constraints.txt, so the image and the environment pin the same packages. The `tying` package is not

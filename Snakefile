@@ -5,7 +5,7 @@ import sys
 
 from snakemake.settings.types import DeploymentMethod
 
-# Software (README, "Software deployment"). Jobs import `tying` from this checkout's src/, whichever
+# Software (docs/cluster.md, "Software deployment"). Jobs import `tying` from this checkout's src/, whichever
 # Python runs them (the venv, a `--sdm conda` environment from workflow/envs/, the container image),
 # so none needs the package installed; PYTHONPATH also reaches the processes a job starts (torchrun).
 TYING_SRC = os.path.join(workflow.basedir, "src")
@@ -29,7 +29,7 @@ if (
     and not os.path.isfile(TYING_IMAGE)
 ):
     sys.exit(
-        f"error: --sdm apptainer: no image {TYING_IMAGE}; build it (README, Software deployment) or set TYING_IMAGE"
+        f"error: --sdm apptainer: no image {TYING_IMAGE}; build it (docs/cluster.md, Software deployment) or set TYING_IMAGE"
     )
 
 

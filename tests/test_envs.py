@@ -219,7 +219,7 @@ def test_apptainer_runs_need_an_image(tool_stubs, tmp_path):
     missing = snakemake(tmp_path, "-n", "--sdm", "apptainer", config=MICRO, env=env)
     assert missing.returncode == 1
     assert missing.stderr.strip().splitlines()[-1] == (
-        f"error: --sdm apptainer: no image {image}; build it (README, Software deployment) or set TYING_IMAGE")
+        f"error: --sdm apptainer: no image {image}; build it (docs/cluster.md, Software deployment) or set TYING_IMAGE")
     image.touch()
     planned = snakemake(tmp_path, "-n", "--sdm", "apptainer", config=MICRO, env=env)
     assert planned.returncode == 0 and "Job stats:" in planned.stdout, planned.stderr[-3000:]

@@ -152,7 +152,7 @@ def test_nested_config_override_of_a_number_validates(tmp_path):
 
 
 def test_a_second_configfile_merges_over_the_first(tmp_path):
-    # `--configfile config.yaml change.yaml`, as the README says to change a few keys of a config.
+    # `--configfile config.yaml change.yaml`, as docs/paper-scale.md says to change a few keys of a config.
     (tmp_path / "change.yaml").write_text("lens: {steps: -1}\n")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(MICRO))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n",

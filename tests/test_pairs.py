@@ -113,7 +113,7 @@ def test_an_empty_trajectory_of_a_released_pair_is_one_line(config):
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
     assert str(error.value) == ("pairs.hub.trajectory is empty: write it with python -m tying.revisions match "
-                                "(README, Claims over training)")
+                                "(docs/statistics.md, Claims over training)")
 
 
 def test_figure5_on_a_released_pair_is_refused_by_the_config_check(config):

@@ -48,7 +48,7 @@ def check(config, schema_path):
     unwritten = unwritten_trajectories(config)
     if unwritten:
         raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.revisions "
-                            "match (README, Claims over training)")
+                            "match (docs/statistics.md, Claims over training)")
 
 
 def _check_survey(config):
