@@ -2,7 +2,7 @@
 machine's fp32 GEMM peaks (so the figures scale to another machine) and the build's wall time.
 Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/build_bench.py [--results results] [--wall SECONDS]
+    .venv/bin/python benchmarks/build_bench.py [--results results] [--wall SECONDS] [--cells]
 
 Reads results/benchmarks/**/*.tsv (every rule declares one): `s` is a job's wall seconds, `cpu_time`
 snakemake's sample of its CPU seconds. Stages are the files' first folder (train, lens, metrics,
@@ -11,11 +11,14 @@ figures, tables; corpus, tokenizer, tokens and hub are "data"). The wall time is
 files' modification times. Run it on the machine that built, soon after the build, and with the GEMM
 peak measured when the cores are as busy as they were during the build. The training floor is the
 runs' model FLOPs (read from their checkpoints' training.json) at the single-thread peak: what the
-training stage would cost with no start-up, no checkpoints and a core of its own.
+training stage would cost with no start-up, no checkpoints and a core of its own. With --cells (a scaling
+grid's build), job-seconds per grid cell and stage too: a job belongs to the cell its path names
+(tying.grid's d{hidden}_l{layers}_s{steps}); the data jobs and the sweep's table and figure to none.
 """
 import argparse
 import json
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,6 +28,7 @@ from train_bench import flops_per_token, gemm_peak
 
 STAGES = ("train", "lens", "metrics", "figures", "tables", "data")
 DATA = {"corpus", "tokenizer", "tokens", "hub"}
+CELL = re.compile(r"^d\d+_l\d+_s\d+$")  # tying.grid.cell_name
 
 
 def stage_of(path, root):
@@ -60,6 +64,20 @@ def stage_table(jobs):
     return table
 
 
+def cell_table(jobs):
+    """Job-seconds per grid cell (rows, grid cells by name, then "(none)") and stage (columns), with each
+    cell's job count and total."""
+    cell = jobs["job"].map(lambda job: next((p for p in Path(job).parts if CELL.match(p)), "(none)"))
+    table = jobs.assign(cell=cell).pivot_table(index="cell", columns="stage", values="seconds", aggfunc="sum",
+                                               fill_value=0.0)
+    table = table[[s for s in STAGES if s in table.columns] + sorted(set(table.columns) - set(STAGES))]
+    table.insert(0, "jobs", cell.value_counts())
+    table["total"] = table.drop(columns="jobs").sum(axis=1)
+    table.loc["total"] = table.sum()
+    table["jobs"] = table["jobs"].astype(int)
+    return table
+
+
 def training_flops(jobs, results):
     """Model FLOPs of the build's training runs (train_bench.flops_per_token x tokens), from each run's last
     exported checkpoint's training.json; runs whose checkpoints are gone are left out."""
@@ -77,6 +95,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--wall", type=float, help="the build's wall seconds, if measured")
+    parser.add_argument("--cells", action="store_true", help="job-seconds per scaling-grid cell as well")
     args = parser.parse_args()
     root = args.results / "benchmarks"
     jobs = job_table(root)
@@ -85,6 +104,9 @@ def main():
     table = stage_table(jobs)
     wall = args.wall or jobs["end"].max() - jobs["start"].min()
     print(table.round(1).to_string())
+    if args.cells:
+        print("\njob-seconds per grid cell:")
+        print(cell_table(jobs).round(0).to_string())
     print(f"wall time: {wall:.0f} s ({'given' if args.wall else 'first job start to last job end'}); "
           f"job-seconds / wall = {table.loc['total', 'job_seconds'] / wall:.2f} jobs running on average")
     for stage in ("train", "lens"):
