@@ -92,6 +92,14 @@ def test_config_errors_name_the_key(change, message):
         _merged(config)
 
 
+def test_a_malformed_grid_stops_with_one_line_before_the_cells_are_made(tmp_path):
+    config = _grid()
+    del config["scaling"]["sizes"]
+    result = snakemake(tmp_path, "-n", config=config)
+    lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
+    assert result.returncode != 0 and lines == ["config error: scaling: 'sizes' is a required property"]
+
+
 # --- The DAG: each cell's runs on its own train rule, a claims job per cell, the aggregates ------------------
 def test_the_micro_grid_plans_a_claims_job_per_cell_with_the_lens_where_listed(tmp_path):
     result = snakemake(tmp_path, "-n", config=GRID)

@@ -17,8 +17,9 @@ NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7"}
 CONTROL_TARGETS = {"table1", "table5", "claims"}
 
 
-def check(config, schema_path):
-    """Validate `config` (filling schema defaults) or raise PipelineError naming the key and what is allowed."""
+def check_schema(config, schema_path):
+    """Validate `config` against the schema alone (filling its defaults), or raise PipelineError naming the
+    key and what is allowed."""
     try:
         validate(config, schema_path)
     except WorkflowError:
@@ -26,6 +27,11 @@ def check(config, schema_path):
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
         key = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise PipelineError(f"{key}: {error.message}") from None
+
+
+def check(config, schema_path):
+    """check_schema, then what the schema cannot say (shards, schedules, pairs, survey), as a PipelineError."""
+    check_schema(config, schema_path)
     _check_shards(config["corpus"])
     train, runs = config["train"], schedule(config)
     if train["batch_size"] % (train["nproc"] * train["grad_accum"]):

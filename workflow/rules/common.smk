@@ -5,7 +5,7 @@ import sys
 from huggingface_hub import get_token
 from snakemake.utils import min_version
 
-from tying.config import check, run_params, typed_overrides
+from tying.config import check, check_schema, run_params, typed_overrides
 from tying.errors import PipelineError
 from tying.grid import cells, merge
 from tying.memory import request_mb
@@ -22,6 +22,7 @@ min_version("9.0")
 
 typed_overrides(config, workflow.config_settings.config)  # --config "lens={steps: 30}": 30, not '30'
 try:
+    check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before merge reads it
     merge(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.grid)
     check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
