@@ -45,7 +45,7 @@ def test_cells_expand_sizes_by_steps_with_names_dims_schedules_and_entries():
         "train": {"steps": 300, "checkpoints": [0, 150, 300]}}
     assert entries["pairs"]["d96_l3_s1500"] == {
         "tied": {"arch": "d96_l3_s1500", "variant": "tied"}, "untied": {"arch": "d96_l3_s1500", "variant": "untied"},
-        "scaled": ["tied_x5"], "seeds": [0, 1, 2]}
+        "scaled": ["tied_x5"], "seeds": [0, 1, 2], "lens": False}
 
 
 @pytest.mark.parametrize("tied", [True, False])
@@ -70,7 +70,7 @@ def test_embedding_share_falls_along_the_size_axis():
 
 
 @pytest.mark.parametrize("scaling, message", [
-    ({"seeds": [0, 1]}, "at least 3"),
+    ({"seeds": []}, "scaling.seeds: no seeds"),
     ({"sizes": [{"hidden_size": 100, "layers": 2}]}, "multiple of scaling.head_dim"),
     ({"sizes": [{"hidden_size": 96, "layers": 2, "heads": 32}]}, "even head size"),
     ({"checkpoint_fractions": [0.5, 1]}, "from 0 to 1"),

@@ -253,8 +253,17 @@ def claims_sources(config):
 
 def pair_claims_metrics(config, pair):
     """The per-seed metrics a pair's claims read: every claim's for a trained pair, the first three for
-    a released one (no training-time metrics)."""
-    return list(CLAIMS_METRICS if trained(config, pair) else RELEASED_CLAIMS_METRICS)
+    a released one (no training-time metrics); `scaling` (C7) only when the pair has the variant
+    analysis.scaled_variant names."""
+    if not trained(config, pair):
+        return list(RELEASED_CLAIMS_METRICS)
+    scaled = config["analysis"]["scaled_variant"] in config["pairs"][pair].get("scaled", [])
+    return [m for m in CLAIMS_METRICS if m != "scaling" or scaled]
+
+
+def claims_lens(config, pair):
+    """True when the pair's claims table computes C3 (its `lens` flag, default true)."""
+    return config["pairs"][pair].get("lens", True)
 
 
 def scaling_cells(config):

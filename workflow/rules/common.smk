@@ -9,12 +9,12 @@ from tying.config import check, check_schema, run_params, typed_overrides
 from tying.errors import PipelineError
 from tying.grid import cells, merge
 from tying.memory import request_mb
-from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_metrics,
-                         claims_pairs, claims_sources, control_dir, downstream_runs, early_steps, evolution_models,
-                         has_token_set, hub_dir, initial_models, lens_tokens_source, model_dims, model_dir,
-                         pair_claims_metrics, pair_models, pair_seeds, pair_step, reference_name, released_pairs,
-                         scaled_models, scaled_variants, schedule, scaling_steps, survey_comparison, survey_pairs,
-                         token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
+from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
+                         claims_metrics, claims_pairs, claims_sources, control_dir, downstream_runs, early_steps,
+                         evolution_models, has_token_set, hub_dir, initial_models, lens_tokens_source, model_dims,
+                         model_dir, pair_claims_metrics, pair_models, pair_seeds, pair_step, reference_name,
+                         released_pairs, scaled_models, scaled_variants, schedule, scaling_steps, survey_comparison,
+                         survey_pairs, token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
                          trajectory_points, trajectory_variants)
 from tying.revisions import PIN_COMMAND, unpinned_references
 
@@ -77,11 +77,11 @@ def metric_ids(w):
     return {"pair": w.pair, "seed": int(w.seed), "step": pair_step(config, w.pair)}
 
 
-def pair_claims_inputs(pair, metrics, lens=True):
-    """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (`lens`) the
-    lens metrics of both models and the first seed's lens convergence checks (C3's detail)."""
+def pair_claims_inputs(pair, metrics):
+    """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (the pair's
+    `lens` flag) the lens metrics of both models and the first seed's lens convergence checks (C3's detail)."""
     inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics}
-    if lens:
+    if claims_lens(config, pair):
         inputs |= {"lens": lens_metrics(pair), "lens_convergence": expand(
             rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair)[0])}
     return inputs
@@ -102,8 +102,7 @@ def claims_inputs(wildcards):
 
 def cell_claims_inputs(wildcards):
     """A scaling cell's claims inputs: its pair's every metric; the lens only in the cells scaling.lens names."""
-    cell = next(c for c in CELLS if c.name == wildcards.cell)
-    return pair_claims_inputs(cell.name, pair_claims_metrics(config, cell.name), lens=cell.lens)
+    return pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell))
 
 
 def lens_inputs(pair, role, seed):
