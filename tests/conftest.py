@@ -7,18 +7,6 @@ from transformers import PreTrainedTokenizerFast
 from tying.models import build_model, model_config
 
 
-# The files whose module-scoped fixture builds a workflow, longest first (tests/ durations on the 2-core VM):
-# pytest-xdist's loadfile hands files to the workers in collection order, so these start at once instead of
-# one of them leaving a single worker busy at the end.
-LONGEST_FIRST = ("test_scaling_grid.py", "test_workflow.py", "test_downstream.py", "test_paper_mode.py",
-                 "test_survey.py", "test_trajectory.py")
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))  # stable: the rest keep their order
-
-
 @pytest.fixture(autouse=True)
 def _one_thread():
     torch.set_num_threads(1)
