@@ -8,7 +8,8 @@ from tying import claims
 from tying.embeddings import Embeddings
 from tying.errors import PipelineError
 from tying.evolution import evolution_frame
-from tying.token_sets import analysed_tokens, drawn_counts, token_set_frame, write_token_set
+from tying.token_sets import (analysed_tokens, drawn_by_step, drawn_counts, drawn_frame, seen_by, token_set_frame,
+                              write_token_set)
 from tying.train import train_batch
 
 V = 40
@@ -27,12 +28,31 @@ def test_a_token_in_the_split_but_never_drawn_is_left_out(tmp_path):
     # Token 5 occurs once in the training split, at its very end, which no input window reaches.
     ids = np.r_[np.tile(np.arange(5), 400), 5].astype(np.uint16)
     counts = pd.DataFrame({"token_id": np.arange(V), "count": np.bincount(ids, minlength=V)})
-    write_token_set(ids, counts, [(0, 30, 4, 8)], 1, tmp_path / "set.parquet")
+    drawn = drawn_frame(drawn_by_step(ids, V, 0, 30, 4, 8, at=[10, 30]), 4, 8)
+    write_token_set(counts, [drawn], 30, 1, tmp_path / "set.parquet", tmp_path / "by_step.parquet")
     frame = pd.read_parquet(tmp_path / "set.parquet")
     assert frame["token_id"].tolist() == [0, 1, 2, 3, 4] and (frame["n_tokens"] == 5).all()
     assert frame["count"].tolist() == [400] * 5
+    assert frame["drawn"].sum() == 30 * 4 * 8 and (frame["positions"] == 30 * 4 * 8).all()
+    assert frame["per_million"].to_numpy() == pytest.approx(frame["drawn"] / (30 * 4 * 8) * 1e6)
     assert analysed_tokens(tmp_path / "set.parquet").tolist() == [0, 1, 2, 3, 4]
     assert analysed_tokens(None) is None
+    by_step = pd.read_parquet(tmp_path / "by_step.parquet")
+    assert sorted(set(by_step["step"])) == [10, 30]
+    assert by_step.loc[by_step["step"] == 10, "drawn"].sum() == 10 * 4 * 8
+
+
+def test_drawn_by_step_counts_each_checkpoints_batches_once():
+    ids = np.random.default_rng(1).integers(0, V, size=3000).astype(np.uint16)
+    by_step = drawn_by_step(ids, V, seed=2, steps=9, batch_size=3, seq_len=8, at=[0, 4, 9])
+    assert by_step[0].sum() == 0 and by_step[9].tolist() == drawn_counts(ids, V, 2, 9, 3, 8).tolist()
+    assert by_step[4].tolist() == drawn_counts(ids, V, 2, 4, 3, 8).tolist()
+
+
+def test_tokens_seen_by_a_checkpoint_leave_out_those_first_drawn_after_it():
+    by_step = pd.DataFrame({"step": [50] * 3 + [300] * 3, "token_id": [0, 1, 2] * 2, "drawn": [0, 1, 4, 2, 9, 30]})
+    assert seen_by(by_step, 50, 1).tolist() == [1, 2] and seen_by(by_step, 300, 1).tolist() == [0, 1, 2]
+    assert seen_by(by_step, 50, 2).tolist() == [2]
 
 
 def test_every_run_of_the_pair_must_have_drawn_the_token():

@@ -264,17 +264,29 @@ def alignment_frame(untied, tied, maps=MAPS, keep=None, held_out=HELD_OUT, seed=
 
 
 def scaling_frame(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
-    """Orthogonal-Procrustes mean cosine of a tied matrix against the untied E_in and E_out.
+    """Orthogonal-Procrustes mean cosine of a tied matrix against the untied E_in and E_out: the means
+    of scaling_frames' per-token cosines (columns reference, scored, target, cosine, n_tokens)."""
+    return scaling_frames(tied, untied, keep, held_out, seed)[0]
+
+
+def scaling_frames(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
+    """Orthogonal-Procrustes cosines of a tied matrix against the untied E_in and E_out, and per token.
 
     In sample and held out, true and permuted-rows chance level (see alignment_frame).
-    Returns columns reference ("input_u", "output_u"), scored, target, cosine, n_tokens (Tables 2 and 6).
+    Returns (frame, per_token): frame with columns reference ("input_u", "output_u"), scored, target,
+    cosine (the mean), n_tokens (Tables 2 and 6); per_token with columns reference, scored, target,
+    token_id, cosine.
     """
     untied, tied, ids = compared_rows(untied, tied, keep)
-    cosines, _ = alignment_cosines(
+    cosines, rows = alignment_cosines(
         {"input_u": (untied.input, tied.input), "output_u": (untied.output, tied.input)},
         maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
     )
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [{"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
          for (ref, scored, target), c in cosines.items()]
     ).assign(n_tokens=len(ids))
+    per_token = pd.concat([pd.DataFrame({"reference": ref, "scored": scored, "target": target,
+                                         "token_id": ids[rows[scored]].numpy(), "cosine": c["orthogonal"].numpy()})
+                           for (ref, scored, target), c in cosines.items()], ignore_index=True)
+    return frame, per_token

@@ -17,13 +17,14 @@ import pandas as pd
 from tying.errors import PipelineError
 from tying.frames import at_step, markdown, only, pick
 from tying.io import atomic_path, write_parquet
-from tying.norm_frequency import BINS_PER_DECADE, MIN_BIN_TOKENS, shape_stats
+from tying.norm_frequency import BINS_PER_DECADE, MIN_BIN_TOKENS, rise_and_fall, shape_stats, shuffled_rise_fall
 from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 
 MIN_SEEDS = 3
 FLAT_SPREAD = 0.25  # C6a: the input's binned mean norms vary by less than a quarter of their median
 NEAR_INITIAL = 0.25  # C6c: no bin's mean input norm moves by a quarter of its step-0 value
-RISE_FALL = 0.1  # C6b: a rise and a fall of at least 10% of the peak binned norm
+NORM_SHUFFLES = 200  # C6b's chance level: shuffles of the norms across tokens, per seed
+CHANCE_QUANTILE = 0.95  # C6b must rise and fall by more than this quantile of its shuffled values
 
 
 @dataclass(frozen=True)
@@ -93,15 +94,16 @@ CLAIMS = {
     "C6a": Claim(
         "Untied input row norms stay flat across token frequency",
         f"spread of the untied input's binned mean norm: (max - min) / median over 1/{BINS_PER_DECADE}-decade "
-        f"log10-count bins, a bin of < {MIN_BIN_TOKENS} tokens merged into its rarer neighbour (every analysed "
-        "token in a bin)",
+        f"bins of log10 draws (how often the run drew the token), a bin of < {MIN_BIN_TOKENS} tokens merged with "
+        "its rarer neighbours within half a decade (every analysed token in a bin)",
         "qualitative: input flat near its initial value", math.nan, threshold=FLAT_SPREAD, direction="<",
     ),
     "C6b": Claim(
         "Untied output and tied row norms rise with frequency and then fall",
         "min over untied output and tied of min(rise, fall) of the binned mean norm (bins as C6a), each relative "
-        "to the peak bin (0 when the peak is the first or last bin); detail: the peak bin's occurrences",
-        "qualitative: rise up to ~1e4 occurrences, then fall", math.nan, threshold=RISE_FALL,
+        "to the peak bin (0 when the peak is the first or last bin), minus its 95th percentile with the norms "
+        "shuffled across tokens (the seed's own chance level); detail: the peak bins' draws",
+        "qualitative: rise up to ~1e4 occurrences, then fall", math.nan, threshold=0.0,
     ),
     "C6c": Claim(
         "Untied input row norms stay near their initial value",
@@ -209,22 +211,31 @@ def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out
     return rows.groupby("seed")[column].mean()
 
 
-def norm_shape(norm_freq, pair="main"):
-    """C6a, C6c and C6b per seed from shape_stats -> (untied input spread, untied input drift from
-    step 0, rise-and-fall) Series by seed, and the peak bins' occurrences as text (median over seeds)."""
-    flat, near, rise_fall, peaks = {}, {}, {}, {}
+def norm_shape(norm_freq, pair="main", shuffles=NORM_SHUFFLES):
+    """C6a, C6c and C6b per seed from shape_stats on the runs' draws -> Statistics (C6a, C6b, C6c).
+
+    C6b's value is rise_and_fall minus the 95th percentile of its values with the seed's norms
+    shuffled across tokens (`shuffles` times, seeded by the seed); its chance level is the shuffled
+    values' mean on the same scale, its detail the peak bins' draws and the shuffled quantile
+    (medians over seeds)."""
+    flat, near, excess, chance, peaks, quantile = {}, {}, {}, {}, {}, {}
     for seed, rows in only(norm_freq, pair=pair).groupby("seed"):
-        shape = shape_stats(rows).set_index("matrix")
-        flat[seed] = pick(shape["spread"], "untied_input", "norm_freq")
-        near[seed] = shape.loc["untied_input", "drift"]
-        rise_fall[seed] = min(min(pick(shape["rise"], m, "norm_freq"), shape.loc[m, "fall"])
-                              for m in ("untied_output", "tied"))
-        peaks[seed] = shape["peak_count"]
+        shape = shape_stats(rows)
+        by_matrix = shape.set_index("matrix")
+        flat[seed] = pick(by_matrix["spread"], "untied_input", "norm_freq")
+        near[seed] = by_matrix.loc["untied_input", "drift"]
+        null = shuffled_rise_fall(rows, shuffles, seed=int(seed))
+        quantile[seed] = float(np.quantile(null, CHANCE_QUANTILE))
+        excess[seed] = rise_and_fall(shape) - quantile[seed]
+        chance[seed] = float(null.mean()) - quantile[seed]
+        peaks[seed] = by_matrix["peak_count"]
     peak = pd.DataFrame(peaks).median(axis=1)
-    detail = "peak bin at ~" + ", ".join(f"{peak[m]:,.0f} occurrences ({m.replace('_', ' ')})"
-                                         for m in ("untied_output", "tied"))
-    series = [pd.Series(v, dtype=float).rename_axis("seed") for v in (flat, near, rise_fall)]
-    return (*series, detail)
+    detail = ("peak bin at ~" + ", ".join(f"{peak[m]:,.0f} draws ({m.replace('_', ' ')})"
+                                          for m in ("untied_output", "tied"))
+              + f"; shuffled norms' {CHANCE_QUANTILE:.0%} quantile {np.median(list(quantile.values())):.3f} "
+              f"({shuffles} shuffles a seed)")
+    flat, near, excess, chance = (pd.Series(v, dtype=float).rename_axis("seed") for v in (flat, near, excess, chance))
+    return Statistic(flat), Statistic(excess, chance=chance, detail=detail), Statistic(near)
 
 
 def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", step=None, scored="held_out",
@@ -239,12 +250,12 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
                      scaling=None, lens=None, *, pair="main", k=10, early_steps=None,
-                     scaled_variant="tied_x5", lens_convergence=None):
+                     scaled_variant="tied_x5", lens_convergence=None, norm_shuffles=NORM_SHUFFLES):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
     Frames are the tidy metric tables (`lens`: the lens metric of both models of the pair;
     `lens_convergence`: the lens jobs' half-budget checks, C3's detail); early_steps: the last step
-    of "early training" for C5 (None: every logged step).
+    of "early training" for C5 (None: every logged step); norm_shuffles: C6b's chance level's shuffles.
     """
     out = {}
     if alignment is not None:
@@ -263,8 +274,7 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
         out["C5"] = Statistic(output_share(grad_flow, pair, steps=early_steps))
         out["C5p"] = Statistic(output_share(grad_flow, pair, steps=early_steps, column="proxy_out_share"))
     if norm_freq is not None:
-        flat, near, rise_fall, peaks = norm_shape(norm_freq, pair)
-        out["C6a"], out["C6b"], out["C6c"] = Statistic(flat), Statistic(rise_fall, detail=peaks), Statistic(near)
+        out["C6a"], out["C6b"], out["C6c"] = norm_shape(norm_freq, pair, norm_shuffles)
     if scaling is not None:
         for cid, reference in (("C7a", "input_u"), ("C7b", "output_u")):
             out[cid] = Statistic(

@@ -224,6 +224,16 @@ def token_set_runs(config, pair, seed):
     return sorted({(int(seed), pair_step(config, pair), batch, model_dims(config, a)["seq_len"]) for a in archs})
 
 
+def drawn_steps(config, steps):
+    """The steps a run shape of `steps` steps counts its drawn tokens at: `steps` and every trained pair's
+    checkpoints up to it (the claims over training's token sets)."""
+    at = {steps}
+    for pair in config.get("pairs", {}):
+        if trained(config, pair):
+            at |= {s for s in pair_schedule(config, pair).checkpoints if s <= steps}
+    return sorted(at)
+
+
 def lens_tokens_source(config, pair, role):
     """Where a lens of a pair's model reads its token arrays: None for a trained run (the pipeline's
     tokens), else {repo, revision} of the hub model (the corpus in its own tokenizer)."""

@@ -77,6 +77,7 @@ rule scaling:
         ],
     output:
         "results/metrics/scaling/{pair}/seed{seed}.parquet",
+        tokens="results/metrics/scaling_tokens/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
         analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
@@ -101,6 +102,7 @@ rule evolution:
         checkpoints=lambda w: list(evolution_models(config, w.pair, int(w.seed)).values()),
     output:
         "results/metrics/evolution/{pair}/seed{seed}.parquet",
+        tokens="results/metrics/evolution_tokens/{pair}/seed{seed}.parquet",
     params:
         ids=lambda w: {"run": w.pair, "seed": int(w.seed)},
         steps=lambda w: list(evolution_models(config, w.pair, int(w.seed))),

@@ -1,4 +1,5 @@
-# One tokenization job per corpus shard, then a join that lists the shards' arrays (no copy).
+# One tokenization job per corpus shard, then a join that lists the shards' arrays (no copy); how often each run
+# shape drew each token, and each trained pair's analysed-token set from those counts.
 
 
 rule tokens_shard:
@@ -45,22 +46,51 @@ rule tokens:
         "../scripts/tokens.py"
 
 
-rule token_set:
+rule drawn:
     input:
         train=rules.tokens.output.train,
         meta=rules.tokens.output.meta,
         counts=rules.tokens.output.counts,
     output:
-        "results/token_sets/{pair}/seed{seed}.parquet",
+        "results/drawn/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.parquet",
     params:
-        runs=lambda w: token_set_runs(config, w.pair, w.seed),
+        at=lambda w: drawn_steps(config, int(w.steps)),
+    log:
+        "logs/drawn/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.log",
+    benchmark:
+        "results/benchmarks/drawn/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.tsv"
+    resources:
+        runtime=30,
+    wildcard_constraints:
+        seed=r"\d+",
+        steps=r"\d+",
+        batch=r"\d+",
+        seq_len=r"\d+",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/drawn.py"
+
+
+rule token_set:
+    input:
+        counts=rules.tokens.output.counts,
+        drawn=lambda w: [
+            expand(rules.drawn.output[0], seed=s, steps=n, batch=b, seq_len=q)[0]
+            for s, n, b, q in token_set_runs(config, w.pair, w.seed)
+        ],
+    output:
+        tokens="results/token_sets/{pair}/seed{seed}.parquet",
+        by_step="results/token_sets/{pair}/seed{seed}_by_step.parquet",
+    params:
+        step=lambda w: pair_step(config, w.pair),
         min_count=config["analysis"]["min_count"],
     log:
         "logs/token_sets/{pair}/seed{seed}.log",
     benchmark:
         "results/benchmarks/token_sets/{pair}/seed{seed}.tsv"
-    resources:
-        runtime=30,
+    wildcard_constraints:
+        seed=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:

@@ -1,5 +1,5 @@
 from tying.embeddings import load_embeddings
-from tying.evolution import evolution_frame
+from tying.evolution import evolution_frames
 from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure
@@ -11,8 +11,9 @@ def main(snakemake):
     configure(snakemake.threads)
     p, rows = snakemake.params, snakemake.params.analysis["rows"]
     checkpoints = ((s, load_embeddings(d, rows=rows)) for s, d in zip(p.steps, snakemake.input.checkpoints))
-    frame = evolution_frame(checkpoints, keep=analysed_tokens(snakemake.input.get("tokens")))
+    frame, per_token = evolution_frames(checkpoints, keep=analysed_tokens(snakemake.input.get("tokens")))
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
+    write_parquet(with_ids(per_token, p.ids), snakemake.output.tokens)
 
 
 run(snakemake, main)

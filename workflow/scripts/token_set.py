@@ -2,13 +2,12 @@ import pandas as pd
 
 from tying.rule_script import run
 from tying.token_sets import write_token_set
-from tying.tokens import load_ids
 
 
 def main(snakemake):
-    inp, p = snakemake.input, snakemake.params
-    write_token_set(load_ids(inp.train, inp.meta), pd.read_parquet(inp.counts), p.runs, p.min_count,
-                    snakemake.output[0])
+    inp, out, p = snakemake.input, snakemake.output, snakemake.params
+    write_token_set(pd.read_parquet(inp.counts), [pd.read_parquet(f) for f in inp.drawn], p.step, p.min_count,
+                    out.tokens, out.by_step)
 
 
 run(snakemake, main)
