@@ -25,7 +25,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from tying.config import check, run_params
 from tying.runtime import keep_freed_memory
-from tying.train import RunSpec, build, lm_loss, save_checkpoint, train_batch
+from tying.cross_entropy import NextTokenLoss
+from tying.train import RunSpec, build, save_checkpoint, train_batch
 
 
 def gemm_peak(threads, n=2048, repeats=10):
@@ -64,6 +65,7 @@ class Stepper:
     def __init__(self, spec, ids, provenance):
         self.spec, self.ids, self.provenance = spec, ids, provenance
         self.model, self.tap, self.opt, self.sched = build(spec, "cpu")
+        self.loss = self.tap if provenance else NextTokenLoss(self.model)
         self.step_no = 0
 
     def __call__(self):
@@ -71,7 +73,7 @@ class Stepper:
         self.step_no += 1
         x, y = train_batch(self.ids, self.step_no, spec.seed, spec.batch_size, spec.seq_len)
         tap.reset()
-        loss = lm_loss((tap if self.provenance else self.model)(input_ids=x).logits, y)
+        loss = self.loss(input_ids=x, targets=y)
         loss.backward()
         if self.provenance:
             tap.norms()

@@ -10,6 +10,7 @@ model, G_in(effective) + G_out is the shared matrix's gradient.
 """
 from torch.func import functional_call
 
+from tying.cross_entropy import NextTokenLoss
 from tying.models import embedding_names
 
 
@@ -28,6 +29,7 @@ class GradientTap:
         self.in_name, self.out_name = embedding_names(model)
         self.reset()
         model.get_input_embeddings().register_forward_hook(self._on_embedding_output)
+        self._loss = NextTokenLoss(model)
 
     def reset(self):
         """Forget the recorded gradients: call before each optimizer step's first backward pass."""
@@ -43,13 +45,16 @@ class GradientTap:
         return self.proxy_sq ** 0.5
 
     def __call__(self, **inputs):
-        """Forward pass of the wrapped model with the path hooks in place."""
+        """Forward pass of the wrapped model with the path hooks in place: the model's outputs, or
+        with `targets` (input_ids shifted by one) the mean next-token loss of
+        `tying.cross_entropy.NextTokenLoss`, whose logits are never formed whole."""
         alias_in = _alias(self.model.get_input_embeddings().weight)
         alias_out = _alias(self.model.get_output_embeddings().weight)
         alias_in.register_hook(self._on_input_path)
         alias_out.register_hook(self._on_output_path)
-        return functional_call(self.model, {self.in_name: alias_in, self.out_name: alias_out}, args=(),
-                               kwargs=inputs, tie_weights=False, strict=False)
+        module, prefix = (self._loss, "lm.") if "targets" in inputs else (self.model, "")
+        return functional_call(module, {prefix + self.in_name: alias_in, prefix + self.out_name: alias_out},
+                               args=(), kwargs=inputs, tie_weights=False, strict=False)
 
     def _on_input_path(self, grad):
         self.g_in_raw = _accumulate(self.g_in_raw, grad)

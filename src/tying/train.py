@@ -22,6 +22,7 @@ import torch.nn.functional as F
 import transformers
 
 from tying.checkpoint_files import weight_digests
+from tying.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.grad_provenance import GradientTap
 from tying.io import atomic_path, write_parquet
@@ -109,7 +110,8 @@ def eval_batches(ids, n_batches, batch_size, seq_len):
 
 
 def lm_loss(logits, targets):
-    """Mean next-token cross-entropy in nats."""
+    """Mean next-token cross-entropy in nats, from whole logits (the plain path: training and evaluation
+    take `tying.cross_entropy`'s fused one, equal to it to float rounding)."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
 
 
@@ -117,8 +119,8 @@ def lm_loss(logits, targets):
 def evaluate(model, batches, device):
     """Mean validation loss (nats per token) over fixed batches."""
     model.eval()
-    total = sum(lm_loss(model(input_ids=x.to(device)).logits, y.to(device)).item() * y.numel()
-                for x, y in batches)
+    loss = NextTokenLoss(model)
+    total = sum(loss(input_ids=x.to(device), targets=y.to(device)).item() * y.numel() for x, y in batches)
     model.train()
     return total / sum(y.numel() for _, y in batches)
 
@@ -212,7 +214,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
         for i, (xm, ym) in enumerate(zip(x.chunk(spec.grad_accum), y.chunk(spec.grad_accum))):
             with group.accumulating(forward) if i < spec.grad_accum - 1 else nullcontext():
                 with torch.autocast(torch.device(device).type, torch.bfloat16, enabled=spec.dtype == "bfloat16"):
-                    micro = lm_loss(forward(input_ids=xm.to(device)).logits, ym.to(device)) / spec.grad_accum
+                    micro = forward(input_ids=xm.to(device), targets=ym.to(device)) / spec.grad_accum
                 micro.backward()
             loss = loss + micro.detach()
         loss = group.average(loss, tap)
