@@ -47,7 +47,7 @@ class GradientTap:
     def __call__(self, **inputs):
         """Forward pass of the wrapped model with the path hooks in place: the model's outputs, or
         with `targets` (input_ids shifted by one) the mean next-token loss of
-        `tying.cross_entropy.NextTokenLoss`, whose logits are never formed whole."""
+        `tying.cross_entropy.NextTokenLoss` (logits, softmax and gradient in one buffer)."""
         alias_in = _alias(self.model.get_input_embeddings().weight)
         alias_out = _alias(self.model.get_output_embeddings().weight)
         alias_in.register_hook(self._on_input_path)
