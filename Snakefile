@@ -35,10 +35,24 @@ if (
 
 container: TYING_IMAGE
 
-# A --configfile (e.g. configs/paper.yaml) replaces the default config instead of merging into it.
-if not workflow.overwrite_configfiles:
+# The config (docs/configuration.md, "Overlays"): config.yaml beside this Snakefile, then each --configfile
+# merged over it in order, then --config; --replace-workflow-config drops config.yaml (whole config files).
+from tying.config import layered
 
-    configfile: "config.yaml"
+from tying.errors import PipelineError
+
+try:
+    _layers = layered(os.path.join(workflow.basedir, "config.yaml"), workflow.overwrite_configfiles,
+                      workflow.config_settings.config, replace=workflow.config_settings.replace_workflow_config)
+except PipelineError as err:
+    sys.exit(f"config error: {err}")
+config.clear()
+config.update(_layers)
+
+# Where the outputs go: a config's `workdir` (each configs/*.yaml names its own under runs/, so no config
+# overwrites another's results/ and figures/), relative to where snakemake is started; `-d DIR` wins over it.
+if config.get("workdir"):
+    workflow.workdir(config["workdir"])
 
 
 report: "workflow/report/workflow.rst"

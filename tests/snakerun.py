@@ -10,11 +10,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def snakemake(workdir, *args, config=None, env=None):
-    """Run snakemake on `workdir`/config.yaml (written from `config` when given); CompletedProcess."""
+    """Run snakemake on `workdir`/config.yaml (written from `config` when given), a whole config that replaces
+    the checkout's config.yaml (--replace-workflow-config); CompletedProcess."""
     if config is not None:
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2",
-           *args, "--configfile", str(workdir / "config.yaml")]
+           *args, "--replace-workflow-config", "--configfile", str(workdir / "config.yaml")]
     return subprocess.run(cmd, capture_output=True, text=True, env=env)
 
 

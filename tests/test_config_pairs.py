@@ -6,11 +6,11 @@ import pytest
 import yaml
 
 from snakerun import ROOT, snakemake
-from tying.config import check
+from tying.config import check, load
 from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
-PAPER = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
+PAPER = load("configs/paper.yaml")
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 UNTIED_ONLY = "olmo7b"  # configs/paper.yaml: an untied hub model and its revisions, for Figure 8
 NO_TIED = f"pair {UNTIED_ONLY!r} has no tied model, and {{target}} compares tied with untied"

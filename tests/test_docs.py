@@ -2,7 +2,7 @@
 heading of the target page), and every repository path written in backticks exists.
 
 Build outputs (.gitignore's paths: results/, figures/, logs/, runs/, benchmarks/out/, ...), paths
-outside the checkout (`../shared/...`, `~/...`, `/path/...`) and placeholders (`{arch}`, `<pair>`,
+outside the checkout (`../other/...`, `~/...`, `/path/...`) and placeholders (`{arch}`, `<pair>`,
 `...`) are not checked.
 """
 import fnmatch

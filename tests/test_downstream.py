@@ -13,6 +13,7 @@ import yaml
 
 from conftest import tiny_model, word_tokenizer
 from snakerun import ROOT, planned_jobs, snakemake
+from tying.config import load
 from tying.downstream import perplexity, text_documents, write_text
 from tying.errors import PipelineError
 from tying.tables import table7
@@ -174,7 +175,7 @@ def test_micro_table7_shows_the_lm_eval_accuracy_of_every_variant(table7_run):
 
 
 def test_paper_train_plans_wikitext2_and_lm_eval_for_every_variant_and_the_default_neither(tmp_path):
-    paper = yaml.safe_load((ROOT / "configs" / "paper-train.yaml").read_text())
+    paper = load("configs/paper-train.yaml")
     (tmp_path / "paper").mkdir()
     (tmp_path / "default").mkdir()
     jobs = planned_jobs(snakemake(tmp_path / "paper", "-n", "results/tables/table7.csv", config=paper))

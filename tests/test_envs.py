@@ -183,7 +183,7 @@ def test_a_workflow_script_imports_tying_from_the_tree_in_a_python_without_it(py
     config = {**MICRO, "corpus": {"source": "local", "paths": [str(docs)]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     run = subprocess.run([python_without_tying, "-m", "snakemake", "--until", "corpus", "-s", ROOT / "Snakefile",
-                          "-d", tmp_path, "--cores", "1", "--configfile", tmp_path / "config.yaml"],
+                          "-d", tmp_path, "--cores", "1", "--replace-workflow-config", "--configfile", tmp_path / "config.yaml"],
                          capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     written = sorted((tmp_path / "results" / "corpus").glob("*.parquet"))

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
+from tying.config import load
 from tying import grid, sweep
 from tying.claims import Statistic, claims_table, seed_table
 from tying.errors import PipelineError
@@ -85,7 +85,7 @@ def test_bad_grids_are_refused_in_one_line(scaling, message):
 
 @pytest.mark.parametrize("path", ["configs/scaling.yaml", "configs/scaling-cluster.yaml"])
 def test_the_shipped_grids_expand(path):
-    cells = grid.cells(yaml.safe_load(open(path)))
+    cells = grid.cells(load(path))
     assert len({c.name for c in cells}) == len(cells) >= 4
 
 

@@ -156,7 +156,7 @@ def test_a_second_configfile_merges_over_the_first(tmp_path):
     (tmp_path / "change.yaml").write_text("lens: {steps: -1}\n")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(MICRO))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n",
-           "--configfile", str(tmp_path / "config.yaml"), str(tmp_path / "change.yaml")]
+           "--replace-workflow-config", "--configfile", str(tmp_path / "config.yaml"), str(tmp_path / "change.yaml")]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 0"

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from hubfixtures import add_vocab_files_repo, build_hub_cache
 from snakerun import ROOT, planned_jobs, snakemake
+from tying.config import load
 from tying.embeddings import load_embeddings
 
-PAPER = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
+PAPER = load("configs/paper.yaml")
 
 # configs/paper.yaml in miniature: the same pairs and targets over the fake repos, a local corpus, a tiny lens.
 FAKE_PAIRS = {

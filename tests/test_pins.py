@@ -1,9 +1,8 @@
 """The shipped configs pin every hub reference to a commit, except the few listed here with their reason."""
 import pytest
-import yaml
 
 from snakerun import ROOT
-from tying.config import check
+from tying.config import check, load
 from tying.revisions import unpinned_references
 
 # Unpinned on purpose; each also says why in its config. Nothing else may be left at a branch.
@@ -18,13 +17,13 @@ EXCEPTIONS = {
 
 @pytest.mark.parametrize("name", sorted(EXCEPTIONS))
 def test_every_hub_reference_is_a_commit_but_the_listed_exceptions(name):
-    config = yaml.safe_load((ROOT / name).read_text())
+    config = load(name)
     check(config, ROOT / "workflow" / "schemas" / "config.schema.yaml")
     assert unpinned_references(config) == EXCEPTIONS[name]
 
 
 def test_the_paper_config_pins_its_corpus_and_the_survey_drops_the_unverified_olmo_commit():
-    paper, survey = (yaml.safe_load((ROOT / "configs" / n).read_text()) for n in ("paper.yaml", "survey.yaml"))
+    paper, survey = (load(f"configs/{n}") for n in ("paper.yaml", "survey.yaml"))
     assert paper["corpus"]["revision"] == "b08601e04326c79dfdd32d625aee71d232d685c3"
     olmo = {p[r]["revision"] for p in survey["pairs"].values() for r in ("tied", "untied")
             if p[r]["hub"] == "allenai/OLMo-1B-0724-hf"}

@@ -9,7 +9,7 @@ import yaml
 
 from snakerun import ROOT, planned_jobs, snakemake
 from tying import grid, pairs
-from tying.config import check, run_params
+from tying.config import check, load, run_params
 from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -114,7 +114,7 @@ def test_the_micro_grid_plans_a_claims_job_per_cell_with_the_lens_where_listed(t
 
 # --- The draft grids plan --------------------------------------------------------------------------
 def _config_file(tmp_path, name):
-    (tmp_path / "config.yaml").write_text((ROOT / "configs" / name).read_text())
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(load(f"configs/{name}")))
 
 
 def test_the_cpu_grid_plans(tmp_path):
@@ -122,7 +122,7 @@ def test_the_cpu_grid_plans(tmp_path):
     result = snakemake(tmp_path, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
-    assert jobs["cell_claims"] == len(grid.cells(yaml.safe_load((ROOT / "configs/scaling.yaml").read_text())))
+    assert jobs["cell_claims"] == len(grid.cells(load("configs/scaling.yaml")))
     assert jobs["lens"] == 6 and AGGREGATES <= set(jobs)
 
 

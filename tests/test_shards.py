@@ -12,6 +12,7 @@ import yaml
 from conftest import word_tokenizer
 from shardfixtures import V, build_tokens, write_local_corpus
 from snakerun import ROOT, planned_jobs, snakemake
+from tying.config import load
 from tying.errors import PipelineError
 from tying.shards import block, read_texts, shard_documents, write_documents
 from tying.tokens import ShardedIds, load_ids
@@ -137,7 +138,7 @@ def test_no_stage_holds_the_corpus_in_memory(tmp_path):
 
 
 def test_paper_train_dry_run_plans_one_tokenization_job_per_shard(tmp_path):
-    config = yaml.safe_load((ROOT / "configs" / "paper-train.yaml").read_text())
+    config = load("configs/paper-train.yaml")
     result = snakemake(tmp_path, "-n", "results/tokens/meta.json", config=config)
     assert result.returncode == 0, result.stderr[-2000:]
     n = config["corpus"]["shards"]

@@ -5,15 +5,15 @@ import os
 import pandas as pd
 import pytest
 import torch
-import yaml
 
 from hubfixtures import build_survey_cache, snapshot_dir
 from snakerun import ROOT, planned_jobs, snakemake
+from tying.config import load
 from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
 from tying.survey import control_model
 
-SURVEY = yaml.safe_load((ROOT / "configs" / "survey.yaml").read_text())
+SURVEY = load("configs/survey.yaml")
 UNTIED = {"hub": "test-org/survey-untied"}
 FAKE_PAIRS = {
     "planted": {"tied": {"hub": "test-org/survey-tied"}, "untied": UNTIED},

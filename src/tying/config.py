@@ -1,4 +1,6 @@
 """Config validation with one-line errors, and the derived values rules need."""
+from pathlib import Path
+
 import jsonschema
 import yaml
 from snakemake.exceptions import WorkflowError
@@ -174,3 +176,68 @@ def _typed(value):
     except yaml.YAMLError:
         return value
     return value if isinstance(parsed, (dict, list)) else parsed
+
+
+# --- Config layers: config.yaml, then each --configfile, then --config (docs/configuration.md, "Overlays") ----
+# A --configfile is an overlay holding only what it changes; with snakemake's --replace-workflow-config the
+# files replace config.yaml instead (a whole config, as the tests' are).
+WHOLE_SECTIONS = ("pairs", "figures", "tables")  # what to build: an overlay that gives one replaces it whole
+
+
+def merge(base, overlay):
+    """`overlay` over `base`, as a new dict. `pairs`, `figures` and `tables` (what to build) are replaced whole
+    by an overlay that gives them. Any other section (top-level key) that both give as a mapping merges
+    entry by entry, each entry replaced whole (`train: {steps: 100}` keeps the other train keys;
+    `variants: {tied_x2: {...}}` adds a variant). Null removes a section or an entry; any other value
+    replaces."""
+    merged = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
+    for key, value in (overlay or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in WHOLE_SECTIONS:
+            for entry, sub in value.items():
+                if sub is None:
+                    merged[key].pop(entry, None)
+                else:
+                    merged[key][entry] = sub
+        else:
+            merged[key] = _without_nulls(value)
+    return merged
+
+
+def _without_nulls(value):
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+
+
+def layered(default, configfiles=(), overrides=None, replace=False):
+    """The config a run uses: `default` (config.yaml's path; skipped when `replace`), then each of
+    `configfiles` in order, then the `--config` `overrides` (a mapping), each merged with `merge`. A file that
+    is not a mapping raises PipelineError naming it."""
+    config = {}
+    for path in ([] if replace else [default]) + list(configfiles):
+        layer = yaml.safe_load(open(path)) or {}
+        if not isinstance(layer, dict):
+            raise PipelineError(f"{path}: a config file is a mapping of sections, not {type(layer).__name__}")
+        config = merge(config, layer)
+    config = merge(config, overrides or {})
+    if "seeds" in (overrides or {}):
+        _follow_seeds(config, _typed(overrides["seeds"]))
+    return config
+
+
+def _follow_seeds(config, seeds):
+    """`--config seeds=[...]` reaches the pairs with seeds of their own too: each keeps those of its own that
+    are listed, or takes the listed ones when none of its own is (`seeds=[0]`: the control's [0, 1, 2] -> [0])."""
+    if not isinstance(seeds, list):
+        return
+    for name, pair in list(config.get("pairs", {}).items()):
+        if isinstance(pair, dict) and isinstance(pair.get("seeds"), list):
+            config["pairs"][name] = {**pair, "seeds": [s for s in pair["seeds"] if s in seeds] or seeds}
+
+
+def load(*configfiles, default=None):
+    """`layered` over this checkout's config.yaml: what `snakemake --configfile F ...` runs, for scripts and
+    tests (`load("configs/paper.yaml")`)."""
+    root = Path(__file__).resolve().parents[2]
+    return layered(default or root / "config.yaml", [root / f if not Path(f).is_absolute() else f
+                                                     for f in configfiles])

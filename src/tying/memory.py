@@ -7,7 +7,10 @@ the float32 bytes of the matrices it holds at once; the multiples below are meas
 case (tests/test_memory.py scales them to Qwen3-8B shapes). The shapes come from the checkpoints'
 safetensors headers, so nothing but a few header bytes is read. At planning time a checkpoint may not
 exist yet (not trained, not fetched): the request is then the rule's `fallback_mb`; Snakemake
-evaluates resources again once a job's inputs exist, before it is scheduled or submitted.
+evaluates resources again once a job's inputs exist, before it is scheduled or submitted. A checkpoint that
+is there but damaged or half written (a header that does not parse, an index naming a missing shard) gets the
+fallback too: a resource function never raises, so the job itself runs its check (tying.checkpoint_files)
+and stops with one line naming the file and the command that rebuilds it.
 """
 import json
 import math
@@ -58,7 +61,10 @@ def request_mb(metric, model_dirs, fallback_mb, held=None):
     """mem_mb of a `metric` job reading `model_dirs`: BASE_MB, WORKING_COPIES[metric] x the float32 bytes of
     the `held` largest models (default all) it holds at once, SQUARE_COPIES[metric] x a d x d float32
     matrix; `fallback_mb` while any of them is not there yet (planning before training or fetching)."""
-    shapes = [embedding_shapes(d) for d in model_dirs]
+    try:
+        shapes = [embedding_shapes(d) for d in model_dirs]
+    except (PipelineError, OSError, ValueError, KeyError, TypeError):  # damaged: the job's own check reports it
+        return fallback_mb
     if not shapes or None in shapes:
         return fallback_mb
     sizes = sorted((sum(r * c * FLOAT32_BYTES for r, c in s) for s in shapes), reverse=True)

@@ -3,12 +3,12 @@
 # Each model is fetched once per revision by hub_embeddings (embeddings only); the metrics are
 # the alignment and knn rules'. The table names each model by the commit its fetch read (its
 # source.json; a control's, its source model's). A comparison with a gated model (`survey.gated`)
-# runs only when a Hugging Face token is available (HF_TOKEN or `huggingface-cli login`); otherwise
+# runs only when a Hugging Face token is available (HF_TOKEN or `hf auth login`); otherwise
 # it is listed as not run and nothing of it is fetched.
 
 if SURVEY.get("comparisons") and not SURVEY_RUN:
     sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "
-             "token was found: set HF_TOKEN or run `huggingface-cli login`")
+             "token was found: set HF_TOKEN or run `hf auth login`")
 
 
 rule survey_control:
@@ -25,7 +25,7 @@ rule survey_control:
     wildcard_constraints:
         repo=r"[^/]+/[^/]+",
         revision=r"[^/]+",
-        matrix="input|output",
+        matrix="input|output|mixture",
     conda:
         "../envs/tying.yaml"
     script:
