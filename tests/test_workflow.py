@@ -4,6 +4,7 @@ import re
 import pytest
 import yaml
 
+import snakerun_in_process
 from snakerun import ROOT, planned_jobs, snakemake
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
@@ -41,9 +42,10 @@ def test_changing_train_steps_reruns_training_and_nothing_upstream(built):
     ("train", "speed", 3, "train: Additional properties are not allowed ('speed' was unexpected)"),
     ("train", "checkpoints", [0, 99], "train.checkpoints: [99] exceed train.steps (6)"),
 ])
-def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, key, value, message):
+def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, capfd, monkeypatch, section, key, value,
+                                                          message):
     bad = {**MICRO, section: {**MICRO[section], key: value}}
-    result = snakemake(tmp_path, "-n", config=bad)
+    result = snakerun_in_process.snakemake(tmp_path, "-n", config=bad, capfd=capfd, monkeypatch=monkeypatch)
     assert result.returncode != 0
     lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
     assert lines == [f"config error: {message}"]
