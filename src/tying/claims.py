@@ -17,6 +17,7 @@ import pandas as pd
 from tying.errors import PipelineError
 from tying.frames import at_step, markdown, only, pick
 from tying.io import atomic_path, write_parquet
+from tying.lens_certificate import NOT_CONVERGED, certificate, seed_window_interval
 from tying.norm_frequency import BINS_PER_DECADE, MIN_BIN_TOKENS, rise_and_fall, shape_stats, shuffled_rise_fall
 from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 
@@ -57,6 +58,8 @@ class Statistic:
     chance: pd.Series = None
     per_token: pd.Series = None  # one seed's per-token values, for a single released pair
     detail: str = ""  # what the verdict alone does not say (C6b: where the peak is)
+    interval: tuple = None  # (low, high, how): in place of the seeds' t-interval (C3: seeds and windows)
+    verdict: str = ""  # in place of the interval's verdict (C3: "lens not converged")
 
 
 CLAIMS = {
@@ -123,7 +126,17 @@ CLAIMS = {
     ),
 }
 
-MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
+# Calibrated C1 and C2 (tying.claims.calibrated_statistics): the claims pair's gap minus the mixture control's.
+CALIBRATED = {"C1cal": "C1", "C2cal": "C2"}
+CLAIMS |= {
+    cal: Claim(f"{cid} calibrated: the tied matrix is more output-like than a half-input, half-output matrix",
+               f"{cid}'s statistic minus the mixture control's (the row-normalised mean of a second untied run's "
+               "input and output matrices as tied), paired by seed", "not in the paper", math.nan)
+    for cal, cid in CALIBRATED.items()
+}
+ALL_TOKENS = "all analysed"  # the tokens column of the all-token rows (tying.exposure adds comparable-token rows)
+
+MD_COLUMNS = ["claim", "tokens", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
               "criterion", "verdict", "detail"]
 
 
@@ -155,36 +168,53 @@ def knn_gap(knn, pair="main", k=10, step=None, column="overlap", per_token=False
     return pick(wide, "tied_vs_output_u", "knn") - pick(wide, "tied_vs_input_u", "knn")
 
 
-def early_layer_gap(df, lens="tuned"):
+def early_layer_gap(df, lens="tuned", value="kl_bits", by=()):
     """Claim C3 statistic: tied minus untied mean KL over each model's early states.
 
-    df: tidy frame with pair, role ("tied"/"untied"), seed, layer (states 0..L), lens,
-    kl_bits. Early states are 0 .. ceil(L/2)-1, the first half of the L states that have
-    a translator. Returns one row per (pair, seed): tied_bits, untied_bits, gap_bits.
+    df: tidy frame with pair, role ("tied"/"untied"), seed, layer (states 0..L), lens (None: every
+    row, a frame of one lens), `value` (kl_bits) and the columns `by` (e.g. window). Early states are
+    0 .. ceil(L/2)-1, the first half of the L states that have a translator. Returns one row per
+    (pair, seed, *by): tied_bits, untied_bits, gap_bits.
     """
-    d = df[df["lens"] == lens]
+    d = df if lens is None else df[df["lens"] == lens]
     n_blocks = d.groupby(["pair", "role", "seed"])["layer"].transform("max")
     early = d[d["layer"] < np.ceil(n_blocks / 2)]
-    means = early.groupby(["pair", "seed", "role"])["kl_bits"].mean().unstack("role")
+    means = early.groupby(["pair", "seed", *by, "role"])[value].mean().unstack("role")
     missing = {"tied", "untied"} - set(means.columns)
     if missing or means.isna().any().any():
         raise PipelineError(f"early-layer KL gap needs a tied and an untied model for every pair and seed ({lens} lens)")
     means = means.rename(columns={"tied": "tied_bits", "untied": "untied_bits"})
     means["gap_bits"] = means["tied_bits"] - means["untied_bits"]
-    return means.reset_index()[["pair", "seed", "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
+    return means.reset_index()[["pair", "seed", *by, "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
 
 
-def lens_budget_text(checks, pair="main"):
-    """C3's detail: how far the second half of the lens budget moved any state's held-out KL, per role,
-    from the `tying.lens.convergence` frames of the lens_convergence jobs (pair, role, seed, layer,
-    change_bits, steps); "" without them."""
-    if checks is None:
-        return ""
-    rows = only(checks, pair=pair)
-    moved = rows.groupby("role")["change_bits"].agg(lambda c: c.abs().max())
-    seeds, steps = sorted(rows["seed"].unique()), int(rows["steps"].iloc[0])
-    return (f"lens budget check (seed {', '.join(map(str, seeds))}, {steps // 2} -> {steps} steps): max |change| "
-            + ", ".join(f"{moved[r]:.4f} bits {r}" for r in moved.index))
+def lens_statistic(lens, windows=None, reference=None, pair="main"):
+    """C3: per-seed values (lens_gap), their interval over seeds and validation windows, and the lens
+    certificate (tying.lens_certificate), whose failure makes the verdict "lens not converged".
+
+    windows: the lens jobs' per-window frames (pair, role, seed, window, layer, kl_bits, kl_check_bits,
+    check_step, steps); reference: the lens_convergence jobs' frames (pair, role, seed, layer,
+    kl_budget_bits, kl_bits, change_bits, steps, reference_steps). Without windows: the seeds'
+    t-interval and no certificate.
+    """
+    values = lens_gap(lens, pair)
+    if windows is None:
+        return Statistic(values)
+    rows = only(windows, pair=pair)
+    per_window = early_layer_gap(rows, lens=None, by=("window",)).pivot(index="window", columns="seed",
+                                                                        values="gap_bits")
+    mean, low, high, how = seed_window_interval(values, per_window)
+    check = early_layer_gap(rows, lens=None, value="kl_check_bits").set_index("seed")["gap_bits"]
+    ref = None
+    if reference is not None:
+        r = only(reference, pair=pair)
+        gaps = [early_layer_gap(r, lens=None, value=v)["gap_bits"].iloc[0] for v in ("kl_bits", "kl_budget_bits")]
+        ref = {"seed": int(r["seed"].iloc[0]), "steps": int(r["steps"].iloc[0]),
+               "reference_steps": int(r["reference_steps"].iloc[0]), "gap": gaps[0], "budget_gap": gaps[1],
+               "change": r.groupby("role")["change_bits"].agg(lambda c: c.abs().max()).to_dict()}
+    passed, detail = certificate(values, check, int(rows["steps"].iloc[0]), int(rows["check_step"].iloc[0]),
+                                 (high - low) / 2, ref)
+    return Statistic(values, detail=detail, interval=(low, high, how), verdict="" if passed else NOT_CONVERGED)
 
 
 def lens_gap(lens, pair="main"):
@@ -250,11 +280,13 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
                      scaling=None, lens=None, *, pair="main", k=10, early_steps=None,
-                     scaled_variant="tied_x5", lens_convergence=None, norm_shuffles=NORM_SHUFFLES):
+                     scaled_variant="tied_x5", lens_convergence=None, norm_shuffles=NORM_SHUFFLES,
+                     lens_windows=None):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
     Frames are the tidy metric tables (`lens`: the lens metric of both models of the pair;
-    `lens_convergence`: the lens jobs' half-budget checks, C3's detail); early_steps: the last step
+    `lens_windows`, `lens_convergence`: the lens jobs' per-window KL and the reference lenses' checks, C3's
+    interval and certificate); early_steps: the last step
     of "early training" for C5 (None: every logged step); norm_shuffles: C6b's chance level's shuffles.
     """
     out = {}
@@ -267,7 +299,7 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
         out["C2"] = Statistic(knn_gap(knn, pair, k), chance=knn_gap(knn, pair, k, column="null_overlap"),
                               per_token=_single(knn_gap, knn, pair, k))
     if lens is not None:
-        out["C3"] = Statistic(lens_gap(lens, pair), detail=lens_budget_text(lens_convergence, pair))
+        out["C3"] = lens_statistic(lens, lens_windows, lens_convergence, pair)
     if evolution is not None:
         out["C4"] = Statistic(drift_gap(evolution, pair))
     if grad_flow is not None:
@@ -286,16 +318,19 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
 
 
 def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *, k=10, early_steps=None,
-                  scaled_variant="tied_x5", released=(), at_paper_scale=False):
+                  scaled_variant="tied_x5", released=(), at_paper_scale=False, mixture=None,
+                  norm_shuffles=NORM_SHUFFLES):
     """The claims table and its per-seed values -> (table, seeds), as results/tables/claims.* hold them.
 
     frames: {claim_statistics argument: tidy frame} of the first of `pairs`; further: {"alignment",
     "knn": frames} of the pairs after it (C1 and C2 each); commits: the full commits of a released
     pair's tied and untied models; paper_scale: a paper-scale run's claims table, shown beside ours;
-    at_paper_scale: the first pair is released models, so its numbers are the paper-scale ones.
+    at_paper_scale: the first pair is released models, so its numbers are the paper-scale ones; mixture: the
+    further pair that is the mixture control, whose C1 and C2 calibrate the first pair's (C1cal, C2cal).
     """
     pair, *others = pairs
-    statistics = claim_statistics(**frames, pair=pair, k=k, early_steps=early_steps, scaled_variant=scaled_variant)
+    statistics = claim_statistics(**frames, pair=pair, k=k, early_steps=early_steps, scaled_variant=scaled_variant,
+                                  norm_shuffles=norm_shuffles)
     rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
     table = claims_table(statistics, one_pair=at_paper_scale, pair=pair).assign(rows=rows)
     if commits:  # released models: the short commits their numbers came from (tied, untied)
@@ -311,7 +346,29 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
     if others:
         more, more_seeds = further_claims(further["alignment"], further["knn"], others, k, released)
         table, seeds = pd.concat([table, more], ignore_index=True), pd.concat([seeds, more_seeds], ignore_index=True)
-    return table, seeds
+    if mixture is not None:
+        calibrated = calibrated_statistics(statistics, seed_statistics(seeds, mixture))
+        table = pd.concat([table, claims_table(calibrated, pair=pair)], ignore_index=True)
+        seeds = pd.concat([seeds, seed_table(calibrated).assign(pair=pair)], ignore_index=True)
+    return table.assign(tokens=ALL_TOKENS), seeds
+
+
+def seed_statistics(seeds, pair):
+    """{claim: Statistic} of one pair's per-seed values from a seed_table frame (pair, claim, seed, value)."""
+    rows = seeds[seeds["pair"] == pair]
+    return {cid: Statistic(g.set_index("seed")["value"]) for cid, g in rows.groupby("claim", sort=False)}
+
+
+def calibrated_statistics(statistics, mixture):
+    """{C1cal, C2cal: Statistic} from the claims pair's and the mixture control's {claim: Statistic}: the
+    pair's per-seed C1 and C2 minus the mixture's, on the seeds both have."""
+    out = {}
+    for cal, cid in CALIBRATED.items():
+        if cid in statistics and cid in mixture:
+            own, ref = statistics[cid].values, mixture[cid].values
+            shared = own.index.intersection(ref.index)
+            out[cal] = Statistic(own[shared] - ref[shared])
+    return out
 
 
 def further_claims(alignment, knn, pairs, k=10, released=()):
@@ -359,7 +416,9 @@ def claims_table(statistics, one_pair=False, pair=None):
         stat = statistics[cid] if isinstance(statistics[cid], Statistic) else Statistic(pd.Series(statistics[cid]))
         values = stat.values.dropna()
         n = len(values)
-        if one_pair and stat.per_token is not None:
+        if stat.interval is not None:  # its own interval (C3: over seeds and windows)
+            mean, (low, high, interval) = float(values.mean()), stat.interval
+        elif one_pair and stat.per_token is not None:
             mean, low, high = token_bootstrap_ci(stat.per_token)
             interval = f"95% bootstrap over {stat.per_token.notna().sum()} tokens, one pair of models"
         else:
@@ -370,7 +429,7 @@ def claims_table(statistics, one_pair=False, pair=None):
             "ours": format_cell(mean, low, high), "interval": interval,
             "on_claimed_side": f"{int(claim.on_side(values).sum())} of {n} seed{'s' * (n != 1)}",
             "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
-            "criterion": claim.criterion, "verdict": verdict(claim, values, low, high, one_pair), "detail": stat.detail,
+            "criterion": claim.criterion, "verdict": stat.verdict or verdict(claim, values, low, high, one_pair), "detail": stat.detail,
             "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n,
             "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
         }

@@ -14,9 +14,9 @@ from tying.pairs import (claims_pairs, is_trained, model_dims, pair_schedule, sc
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
 # Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
-NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7"}
-# Targets a trained negative control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
-CONTROL_TARGETS = {"table1", "table5", "claims"}
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure"}
+# Targets a trained control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
+CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure"}
 
 
 def check_schema(config, schema_path):

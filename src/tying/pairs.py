@@ -37,6 +37,11 @@ def released_pairs(config, pairs):
     return [p for p in pairs if not trained(config, p)]
 
 
+def mixture_pair(config, pairs):
+    """The first of `pairs` after the first that is a mixture control (control: mixture), else None."""
+    return next((p for p in pairs[1:] if config["pairs"][p].get("control") == "mixture"), None)
+
+
 def revision(ref):
     """A hub reference's revision (default main)."""
     return ref.get("revision", "main")

@@ -28,7 +28,7 @@ from tying.io import atomic_path
 from tying.revisions import COMMIT
 from tying.stats import format_cell, token_bootstrap_ci
 
-CONTROLS = {"input": "control: input", "output": "control: output"}
+CONTROLS = {"input": "control: input", "output": "control: output", "mixture": "control: mixture"}
 PAIR_KIND = "tied vs untied"
 INTEGER_COLUMNS = ["d_tied", "d_untied", "n_tokens", "n_held_out", "knn_k"]  # empty, not NaN, in a row not run
 MD_COLUMNS = ["comparison", "family", "kind", "tied", "untied", "d (tied / untied)", "params (tied / untied)",
@@ -44,8 +44,19 @@ NOTE = ("Alignment: linear map fitted on a seeded 80% of the tokens, scored on t
         "commit each was fetched at (its source.json).")
 
 
+def control_matrix(embeddings, matrix):
+    """A control's tied role from an untied model's Embeddings: its input or output matrix, or the mixture,
+    the row-normalised mean (in_i / |in_i| + out_i / |out_i|) / 2 of the two (half input-like, half
+    output-like by construction: the zero point a tied gap is calibrated against)."""
+    if matrix == "mixture":
+        unit = [m / m.norm(dim=1, keepdim=True).clamp_min(1e-12) for m in (embeddings.input, embeddings.output)]
+        return (unit[0] + unit[1]) / 2
+    return embeddings.input if matrix == "input" else embeddings.output
+
+
 def control_model(source_dir, matrix, dest):
-    """Write the `matrix` ("input" or "output") of the untied model in `source_dir` as a tied model in `dest`.
+    """Write the `matrix` ("input", "output" or "mixture": control_matrix) of the untied model in `source_dir`
+    as a tied model in `dest`.
 
     dest holds the source's config.json with tie_word_embeddings true, its tokenizer.json, and a
     model.safetensors whose only tensor is that matrix (float32, the tokenizer's rows) under the
@@ -62,8 +73,7 @@ def control_model(source_dir, matrix, dest):
         tmp.mkdir()
         (tmp / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}, indent=2) + "\n")
         (tmp / "tokenizer.json").write_bytes((source_dir / "tokenizer.json").read_bytes())
-        tensor = embeddings.input if matrix == "input" else embeddings.output
-        save_file({LAYOUTS[0][0]: tensor.contiguous()}, tmp / "model.safetensors")
+        save_file({LAYOUTS[0][0]: control_matrix(embeddings, matrix).contiguous()}, tmp / "model.safetensors")
 
 
 def source_commit(hub_dir):

@@ -3,7 +3,10 @@
 Each point (a trained checkpoint step, or a matched pair of released branches) gets the metric frames
 the final-step metric jobs write (alignment_frame, knn_frame, scaling_frame, on the same analysed
 tokens), reduced within each seed by claim_statistics and summarised over seeds by claims_table, so the
-last point of a trained pair reproduces the claims table (METHODS.md, Statistics).
+last point of a trained pair reproduces the claims table (docs/methods.md, Statistics). A trained pair's
+point keeps the analysed tokens its runs had drawn `min_count` times by that step (tying.token_sets.seen_by):
+a token first drawn later still holds its initial row there, which would lean early points toward the
+claims. A point where no token has been drawn yet (step 0) has no claims.
 """
 import math
 
@@ -18,11 +21,12 @@ from tying.frames import markdown
 from tying.tidy import with_ids
 
 CLAIM_IDS = ("C1", "C2", "C4", "C7a", "C7b")
-POINT_COLUMNS = ["pair", "point", "step", "tokens", "tied", "untied", "tied_tokens", "untied_tokens"]
+POINT_COLUMNS = ["pair", "point", "step", "tokens", "analysed_tokens", "tied", "untied", "tied_tokens", "untied_tokens"]
 KINDS = ("value", "in_sample", "chance")  # per-seed rows; "token": one seed's per-token values
 TABLE_COLUMNS = ["claim", "mean", "ci_low", "ci_high", "n_seeds", "interval", "chance", "verdict", "on_claimed_side",
                  "paper_value"]
-MD_COLUMNS = ["pair", "claim", "step", "tokens", "tied", "untied", "ours", "interval", "chance", "verdict"]
+MD_COLUMNS = ["pair", "claim", "step", "tokens", "analysed_tokens", "tied", "untied", "ours", "interval", "chance",
+              "verdict"]
 
 
 def point_frames(untied, tied, scaled, keep, analysis, k, approximate):
@@ -41,12 +45,21 @@ def point_frames(untied, tied, scaled, keep, analysis, k, approximate):
 
 
 def point_rows(untied, tied, scaled, keep, evolution, *, ids, analysis, k, approximate, scaled_variant):
-    """One seed's statistic rows at one point: point_frames with `ids` (pair, seed, step), reduced by
-    statistic_rows with the seed's `evolution` frame (or None) up to that step."""
+    """One seed's statistic rows at one point: point_frames with `ids` (pair, seed, step) on the tokens `keep`,
+    reduced by statistic_rows with the seed's per-token `evolution` drifts (or None) up to that step, on the
+    same tokens."""
     frames = {name: with_ids(f, ids) for name, f in point_frames(untied, tied, scaled, keep, analysis, k,
                                                                  approximate).items()}
-    evolution = None if evolution is None else evolution[evolution["step"] <= ids["step"]]
+    if evolution is not None:
+        evolution = drift_means(evolution[evolution["step"] <= ids["step"]], keep)
     return statistic_rows(frames, evolution, pair=ids["pair"], k=k, scaled_variant=scaled_variant)
+
+
+def drift_means(per_token, keep=None):
+    """The evolution metric's mean drifts (run, seed, matrix, step, drift) from its per-token drifts, over the
+    tokens `keep` (None: all)."""
+    rows = per_token if keep is None else per_token[per_token["token_id"].isin(keep)]
+    return rows.groupby(["run", "seed", "matrix", "step"], as_index=False)["drift"].mean()
 
 
 def statistic_rows(frames, evolution=None, *, pair, k, scaled_variant):
@@ -81,6 +94,9 @@ def summarise(rows, released=()):
         table = claims_table(statistics, one_pair=pair in released)[TABLE_COLUMNS]
         chance = {cid: _mean(s.chance) for cid, s in statistics.items()}
         ids = group[[c for c in POINT_COLUMNS if c in group.columns]].iloc[0].to_dict()
+        if "seen_tokens" in group.columns:  # a trained pair's tokens seen by this point, fewest to most over seeds
+            seen = group.groupby("seed")["seen_tokens"].first()
+            ids["analysed_tokens"] = f"{seen.min():,}" + (f"-{seen.max():,}" if seen.max() > seen.min() else "")
         out.append(table.assign(chance_mean=table["claim"].map(chance), **ids))
     table = pd.concat(out, ignore_index=True)
     rank = {"pair": {p: i for i, p in enumerate(rows["pair"].unique())}, "claim": {c: i for i, c in enumerate(CLAIMS)}}

@@ -12,10 +12,10 @@ from tying.memory import request_mb
 from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                          claims_metrics, claims_pairs, claims_sources, control_dir, downstream_runs, drawn_steps,
                          early_steps, evolution_models, has_token_set, hub_dir, initial_models, lens_tokens_source,
-                         model_dims, model_dir, pair_claims_metrics, pair_models, pair_seeds, pair_step,
-                         reference_name, released_pairs, scaled_models, scaled_variants, scaling_steps, schedule,
-                         survey_comparison, survey_pairs, token_plan, token_set_runs, trained, trained_control_dir,
-                         trajectory_models, trajectory_points, trajectory_variants)
+                         mixture_pair, model_dims, model_dir, pair_claims_metrics, pair_models, pair_seeds,
+                         pair_step, reference_name, released_pairs, scaled_models, scaled_variants, scaling_steps,
+                         schedule, survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
+                         trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
 from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
@@ -46,6 +46,8 @@ def all_targets():
         targets += ["results/tables/claims.parquet", "results/tables/claims.md"]
     if "claims_over_training" in tables:
         targets.append("figures/claims_over_training.pdf")
+    if "claims_by_exposure" in tables:
+        targets.append("figures/claims_by_exposure.pdf")
     if "survey" in config:
         targets += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
     if CELLS:
@@ -79,11 +81,35 @@ def metric_ids(w):
 
 def pair_claims_inputs(pair, metrics):
     """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (the pair's
-    `lens` flag) the lens metrics of both models and the first seed's lens convergence checks (C3's detail)."""
+    `lens` flag) the lens metrics of both models, their per-window KL and the first seed's reference lens
+    checks (C3's interval and certificate)."""
     inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics}
     if claims_lens(config, pair):
-        inputs |= {"lens": lens_metrics(pair), "lens_convergence": expand(
-            rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair)[0])}
+        inputs |= {"lens": lens_metrics(pair), "lens_windows": lens_metrics(pair, rules.lens.output.windows),
+                   "lens_convergence": expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
+                                              seed=pair_seeds(config, pair)[0])}
+    return inputs
+
+
+def exposure_token_sets(pairs):
+    """(pair, seed) of each trained pair's token sets among `pairs`, in exposure_inputs' order."""
+    return [(p, s) for p in pairs if has_token_set(config, p) for s in pair_seeds(config, p)]
+
+
+def exposure_inputs(pairs, metrics=True):
+    """Per-token inputs of the claims by exposure of `pairs` (the first: C1, C2, C4, C7a, C7b; the others C1 and
+    C2): the trained pairs' token sets and the first pair's per-token drifts and Procrustes cosines; `metrics`:
+    the alignment and KNN metrics of every pair too."""
+    first = pairs[0]
+    inputs = {"token_sets": [token_set(p, s)["tokens"] for p, s in exposure_token_sets(pairs)]}
+    if metrics:
+        inputs |= {"alignment": per_seed(rules.alignment, pairs), "knn": per_seed(rules.knn, pairs)}
+    if not has_token_set(config, first):
+        return inputs
+    own = pair_claims_metrics(config, first)
+    for name, rule in (("evolution", rules.evolution), ("scaling", rules.scaling)):
+        if name in own:
+            inputs[f"{name}_tokens"] = expand(rule.output.tokens, pair=first, seed=pair_seeds(config, first))
     return inputs
 
 
@@ -94,6 +120,8 @@ def claims_inputs(wildcards):
     metrics, further_metrics = claims_metrics(config)
     inputs = pair_claims_inputs(pair, metrics)
     inputs |= {f"further_{name}": per_seed(getattr(rules, name), further) for name in further_metrics}
+    inputs |= {f"exposure_{name}": files for name, files in exposure_inputs(claims_pairs(config), metrics=False).items()
+               if files}
     if claims_sources(config):  # a released pair: the fetch records naming the commits measured
         inputs["sources"] = claims_sources(config)
     paper_scale = config["analysis"].get("paper_scale_claims")
@@ -101,8 +129,10 @@ def claims_inputs(wildcards):
 
 
 def cell_claims_inputs(wildcards):
-    """A scaling cell's claims inputs: its pair's every metric; the lens only in the cells scaling.lens names."""
-    return pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell))
+    """A scaling cell's claims inputs: its pair's every metric and per-token inputs; the lens only in the cells
+    scaling.lens names."""
+    inputs = pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell))
+    return inputs | {f"exposure_{name}": files for name, files in exposure_inputs([wildcards.cell], metrics=False).items()}
 
 
 def lens_inputs(pair, role, seed):
@@ -119,9 +149,9 @@ def lens_tokens(pair, role):
     return {k: expand(rules.hub_tokens.output[k], **source)[0] for k in keys}
 
 
-def lens_metrics(pair):
-    """Per-seed lens metric files of both models of a pair."""
-    return expand(rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
+def lens_metrics(pair, output=None):
+    """Per-seed lens metric files (or another of the lens rule's outputs) of both models of a pair."""
+    return expand(output or rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
 
 
 # --- Corpus shards and the token join (corpus.smk, tokens.smk) --------------------------------------
@@ -157,11 +187,13 @@ SURVEY_RUN, SURVEY_SKIPPED = survey_pairs(config, has_token=get_token() is not N
 # --- Claims over training (trajectory.smk) -----------------------------------------------------------
 def trajectory_inputs(pair, seed):
     """Model directories by role, one per point (scaled: one per point and variant); a trained pair's
-    analysed-token set (the final-step metrics' own) and evolution metric (C4)."""
+    analysed tokens' draws at every checkpoint (each point keeps the tokens seen by then) and their per-token
+    drifts (C4)."""
     inputs = trajectory_models(config, pair, seed)
     if not trained(config, pair):
         return inputs
-    return inputs | token_set(pair, seed) | {"evolution": expand(rules.evolution.output[0], pair=pair, seed=seed)[0]}
+    return inputs | {"by_step": expand(rules.token_set.output.by_step, pair=pair, seed=seed)[0],
+                     "evolution": expand(rules.evolution.output.tokens, pair=pair, seed=seed)[0]}
 
 
 def claims_over_training_pairs():

@@ -15,7 +15,7 @@ rule trained_control:
     wildcard_constraints:
         seed=r"\d+",
         step=r"\d+",
-        matrix="input|output",
+        matrix="input|output|mixture",
     conda:
         "../envs/tying.yaml"
     script:

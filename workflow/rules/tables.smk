@@ -96,6 +96,10 @@ rule claims:
         early_steps=lambda w: early_steps(config, claims_pairs(config)[0]),
         scaled_variant=config["analysis"]["scaled_variant"],
         at_paper_scale=lambda w: claims_at_paper_scale(config),
+        token_sets=lambda w: exposure_token_sets(claims_pairs(config)),
+        comparable_draws=config["analysis"]["comparable_draws"],
+        mixture=lambda w: mixture_pair(config, claims_pairs(config)),
+        norm_shuffles=config["analysis"]["norm_shuffles"],
     log:
         "logs/tables/claims.log",
     benchmark:
@@ -125,6 +129,10 @@ use rule claims as cell_claims with:
         early_steps=lambda w: early_steps(config, w.cell),
         scaled_variant=config["analysis"]["scaled_variant"],
         at_paper_scale=False,
+        token_sets=lambda w: exposure_token_sets([w.cell]),
+        comparable_draws=config["analysis"]["comparable_draws"],
+        mixture=None,
+        norm_shuffles=config["analysis"]["norm_shuffles"],
     log:
         "logs/scaling/{cell}/claims.log",
     benchmark:
@@ -165,3 +173,28 @@ rule scaling_figure:
         "../envs/tying.yaml"
     script:
         "../scripts/scaling_figure.py"
+
+
+rule claims_by_exposure:
+    input:
+        unpack(lambda w: exposure_inputs(config["tables"]["claims_by_exposure"])),
+    output:
+        csv=report("results/tables/claims_by_exposure.csv", caption="../report/table.rst", category="Tables"),
+        md="results/tables/claims_by_exposure.md",
+        figure=report("figures/claims_by_exposure.pdf", caption="../report/claims_by_exposure.rst",
+                      category="Figures"),
+    params:
+        pairs=config.get("tables", {}).get("claims_by_exposure"),
+        token_sets=lambda w: exposure_token_sets(config["tables"]["claims_by_exposure"]),
+        k=config["analysis"]["knn_k"],
+        scaled_variant=config["analysis"]["scaled_variant"],
+        edges=config["analysis"]["exposure_edges"],
+        min_tokens=config["analysis"]["min_stratum_tokens"],
+    log:
+        "logs/tables/claims_by_exposure.log",
+    benchmark:
+        "results/benchmarks/tables/claims_by_exposure.tsv"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/claims_by_exposure.py"

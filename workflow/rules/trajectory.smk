@@ -15,6 +15,7 @@ rule trajectory:
         analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
+        min_count=config["analysis"]["min_count"],
     log:
         "logs/metrics/trajectory/{pair}/seed{seed}.log",
     benchmark:

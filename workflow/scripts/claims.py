@@ -1,6 +1,7 @@
 import pandas as pd
 
 from tying.claims import claims_report, write_claims
+from tying.exposure import comparable_rows, pairs_values, read_token_sets, with_comparable
 from tying.rule_script import run
 from tying.survey import source_commit
 from tying.tidy import read_frames
@@ -9,14 +10,23 @@ from tying.tidy import read_frames
 def main(snakemake):
     p, inputs = snakemake.params, dict(snakemake.input.items())
     paper_scale, sources = inputs.pop("paper_scale", None), inputs.pop("sources", None)
+    exposure = {name.removeprefix("exposure_"): inputs.pop(name) for name in list(inputs) if name.startswith("exposure_")}
     further = {name.removeprefix("further_"): read_frames(inputs.pop(name)) for name in list(inputs)
                if name.startswith("further_")}
+    frames = {name: read_frames(paths) for name, paths in inputs.items()}
     table, seeds = claims_report(
-        {name: read_frames(paths) for name, paths in inputs.items()}, p.pairs, further,
+        frames, p.pairs, further,
         commits=[source_commit(d) for d in sources] if sources else None,
         paper_scale=pd.read_parquet(paper_scale) if paper_scale else None,
         k=p.k, early_steps=p.early_steps, scaled_variant=p.scaled_variant, released=p.released,
-        at_paper_scale=p.at_paper_scale)
+        at_paper_scale=p.at_paper_scale, mixture=p.mixture, norm_shuffles=p.norm_shuffles)
+    if p.token_sets:  # trained pairs: each per-token claim again on the well-exposed tokens
+        metrics = {name: pd.concat([frames[name], further.get(name)]) for name in ("alignment", "knn")}
+        per_token = {name: read_frames(exposure[name]) for name in ("evolution_tokens", "scaling_tokens")
+                     if name in exposure}
+        values = pairs_values(p.pairs, read_token_sets(exposure["token_sets"], p.token_sets), **metrics, **per_token,
+                              k=p.k, scaled_variant=p.scaled_variant)
+        table = with_comparable(table, comparable_rows(values, p.pairs, p.comparable_draws, p.mixture), p.pairs)
     write_claims(table, seeds, snakemake.output.parquet, snakemake.output.md, snakemake.output.seeds)
 
 

@@ -13,7 +13,8 @@ from tying.figures import style
 from tying.survey import CONTROLS, PAIR_KIND
 
 # kind -> (marker, palette colour)
-KINDS = {PAIR_KIND: ("o", "tied"), CONTROLS["input"]: ("X", "input"), CONTROLS["output"]: ("s", "output")}
+KINDS = {PAIR_KIND: ("o", "tied"), CONTROLS["input"]: ("X", "input"), CONTROLS["output"]: ("s", "output"),
+         CONTROLS["mixture"]: ("D", "mixture")}
 LABEL_GAP = 0.045  # axes fraction between names in the column (about one line of their 5-point font)
 
 
