@@ -6,6 +6,7 @@ outside the checkout (`../other/...`, `~/...`, `/path/...`) and placeholders (`{
 `...`) are not checked.
 """
 import fnmatch
+import os
 import re
 from pathlib import Path
 
@@ -152,3 +153,46 @@ def test_the_checker_flags_what_does_not_exist():
     assert len(found) == 5, found
     for name in ("missing.md", "#no-such-heading", "no_such_module.py", "tying.no_such", "nope.yaml"):
         assert any(name in line for line in found), (name, found)
+
+
+# --- Every documented snakemake command plans --------------------------------------------------------------
+COMMAND = re.compile(r"\.venv/bin/snakemake ([^\n`#\\]*)")
+SKIP = ("--sdm", "--report", "--unlock", "--force", "TARGET")  # need a container, conda, a finished run
+
+
+def documented_commands():
+    """The argument lists of every `.venv/bin/snakemake` command in the pages and the configs' headers whose
+    config files are in the repository, each once."""
+    texts = [chunk for page in PAGES for chunk in split_code(page.read_text())[1]]
+    texts += [p.read_text() for p in sorted((ROOT / "configs").glob("*.yaml"))]
+    seen = {}
+    for text in texts:
+        for args in COMMAND.findall(text):
+            words = args.split()
+            files = [w for w in words[words.index("--configfile") + 1:] if w.endswith(".yaml")] \
+                if "--configfile" in words else []
+            if any(s in words for s in SKIP) or not all((ROOT / f).is_file() for f in files):
+                continue
+            seen.setdefault(" ".join(words), words)
+    return list(seen.values())
+
+
+def test_every_documented_command_plans(tmp_path):
+    """Each documented command dry-runs from a fresh folder (a -d or a config's workdir lands there)."""
+    import subprocess
+    import sys
+
+    commands = documented_commands()
+    assert any("configs/smoke.yaml" in c for c in commands) and any("configs/scaling.yaml" in c for c in commands)
+    failed = []
+    for n, words in enumerate(commands):
+        args = [str(ROOT / w) if w.startswith(("configs/", "profiles/")) else w for w in words]
+        cwd = tmp_path / str(n)
+        cwd.mkdir()
+        result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n", *args],
+                                cwd=cwd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        empty_trajectory = "configs/trajectory.yaml" in words and "trajectory is empty" in last  # as its header says
+        if result.returncode != 0 and not empty_trajectory:
+            failed.append(f"snakemake {' '.join(words)}: {last}")
+    assert not failed, "\n".join(failed)

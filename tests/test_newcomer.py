@@ -143,7 +143,8 @@ def _schema_keys(node, path=()):
 def test_every_schema_key_is_in_the_configuration_page():
     schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
     page = (ROOT / "docs/configuration.md").read_text()
-    quoted = " ".join(re.findall(r"`([^`]+)`", page))
+    fences = re.findall(r"^```.*?^```", page, re.M | re.S)  # code blocks, then the inline spans of the rest
+    quoted = " ".join(fences + re.findall(r"`([^`]+)`", re.sub(r"^```.*?^```", "", page, flags=re.M | re.S)))
     missing = sorted({".".join(k) for k in _schema_keys(schema) if not re.search(rf"\b{re.escape(k[-1])}\b", quoted)})
     assert not missing, missing
 
@@ -163,3 +164,19 @@ def test_environment_yml_lists_every_pin_of_the_test_extra_as_constraints_txt_do
         assert environment.get(name) == constraints[name], f"environment.yml: {name} {environment.get(name)}"
     # and every package both state, at the same version
     assert {n: v for n, v in environment.items() if n in constraints and constraints[n] != v} == {}
+
+
+# --- Unknown names list the valid ones -----------------------------------------------------------------
+@pytest.mark.parametrize("key,value,listed", [
+    ("arch", "gpt_neo", "unknown architecture 'gpt_neo' (architectures: olmo, gpt_neox, olmo_wide)"),
+    ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5)"),
+])
+def test_an_unknown_name_lists_the_valid_ones(key, value, listed):
+    from tying.config import check
+    from tying.errors import PipelineError
+
+    config = load()
+    config["pairs"]["family"]["tied"][key] = value
+    with pytest.raises(PipelineError) as error:
+        check(config, ROOT / "workflow/schemas/config.schema.yaml")
+    assert str(error.value) == f"pairs.family.tied.{key}: {listed}"

@@ -95,9 +95,11 @@ def _check_pairs(config):
             ref = pair.get(role)
             if ref and is_trained(ref):
                 if ref["arch"] not in config["architectures"]:
-                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r}")
+                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r} "
+                                        f"(architectures: {', '.join(config['architectures'])})")
                 if ref["variant"] not in config["variants"]:
-                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r}")
+                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r} "
+                                        f"(variants: {', '.join(config['variants'])})")
                 wanted = role == "tied" and "control" not in pair  # a control's tied role is an untied run
                 if config["variants"][ref["variant"]]["tied"] != wanted:
                     raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not "
@@ -105,9 +107,12 @@ def _check_pairs(config):
                                         + (" (a control's tied role is an untied run)" if "control" in pair else ""))
         for variant in pair.get("scaled", []):
             if not config["variants"].get(variant, {}).get("tied"):
-                raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant")
+                tied = [v for v, spec in config["variants"].items() if spec.get("tied")]
+                raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant "
+                                    f"(tied variants: {', '.join(tied) or 'none'})")
         if pair.get("step") is not None and pair["step"] not in pair_schedule(config, name).checkpoints:
-            raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints")
+            raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints "
+                                f"({', '.join(map(str, pair_schedule(config, name).checkpoints))})")
     for key, pair in _targets(config):
         if pair not in pairs:
             raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
