@@ -1,10 +1,10 @@
 """Tuned lens: per-state affine translators read through the model's frozen readout.
 
 For a model with L blocks, states 0..L are indexed as in `tying.unembed` (0 = embedding
-output, l = output of block l). State l < L has its own translator h -> h + A_l h + b_l
-(A_l, b_l start at zero, so an untrained lens is the logit lens); state L is read as is,
-which reproduces the model's logits (KL 0). All translators are trained together to
-minimise KL(p_final || p_lens); results are mean KL per token in bits.
+output, l = output of block l). State l < L has its own translator h -> h + A_l h + b_l; state L
+is read as is, which reproduces the model's logits (KL 0). All translators are trained together
+to minimise KL(p_final || p_lens); results are mean KL per token in bits, scored on every
+non-overlapping validation window unless `batches` limits them (`window_kl` keeps each window's mean).
 
 Training follows `tuned-lens` 0.2 (`tuned_lens/scripts/train_loop.py`, `ingredients.Optimizer`):
 the loss is the sum over states of the mean KL in nats, the gradient's global norm over all
@@ -14,8 +14,18 @@ lr * (1 - momentum); tuned-lens's default lr is 1.0), decayed linearly to 0 with
 Its Adam alternative (amsgrad, betas (momentum, 0.999), no warmup: v0.2's Adam warmup default
 never applies, its test compares the option enum with a string) is `optimizer="adam"`.
 What differs: the budget (tuned-lens: 250 steps of 2^18 tokens), the windows (drawn at random
-from a flat token array rather than a shuffled chunked dataset) and the precision (float32
-translators and loss here; tuned-lens runs the translators under bfloat16 autocast).
+from a flat token array rather than a shuffled chunked dataset), the precision (float32
+translators and loss here; tuned-lens runs the translators under bfloat16 autocast) and, with
+`init="least_squares"`, the start: each translator begins at the affine least-squares fit of the
+final state from its own state (closed form, from one pass over FIT_WINDOWS windows of the training
+tokens) instead of at zero, the logit lens (`init="zero"`, tuned-lens's).
+
+A step's cost is its readout, every state's logits over the full vocabulary. `backward_lens` forms
+them for all states together, a chunk of tokens at a time (a chunk's logits stay in cache), turns
+them into softmax(q) - p in place, and backpropagates through the frozen unembedding by hand, one
+product back to the normed states (autograd only from there, through the final norm and the
+translators): 2L + 1 products of (tokens x d) by (d x V) a step, the bound benchmarks/lens_speed.py
+measures the step against.
 """
 import math
 from pathlib import Path
@@ -28,6 +38,11 @@ from safetensors.torch import load_file, save_file
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.tokens import load_ids
+
+FIT_WINDOWS = 256  # windows (of the training tokens) whose states the least-squares start is fitted on
+CHUNK_BYTES = {"cpu": 4 << 20, "cuda": 1 << 30}  # float32 logits formed at once, per device type
+CHECK_FRACTION = 0.75  # the lens job's own convergence check: held-out C3 at this fraction of the budget
+REFERENCE_FACTOR = 4  # the reference lens (lens_convergence) trains for this many times lens.steps
 
 
 class TunedLens(torch.nn.Module):
@@ -44,6 +59,13 @@ class TunedLens(torch.nn.Module):
             return h
         x = h.float()
         return (x + torch.nn.functional.linear(x, self.weight[state], self.bias[state])).to(h.dtype)
+
+    def translate(self, states, index=None):
+        """Translate states 0..n-1 (n = n_states), or the states `index` lists, together: (k, N, d) ->
+        (k, N, d) float32."""
+        x = states.float()
+        weight, bias = (self.weight, self.bias) if index is None else (self.weight[index], self.bias[index])
+        return x + torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
 def kl_bits(target_logits, lens_logits):
@@ -84,6 +106,61 @@ def backward_mean_kl(p, lens_logits):
     lens_logits.backward(grad.reshape(lens_logits.shape).to(lens_logits.dtype))
 
 
+def backward_lens(lens, readout, states, chunk_bytes=None):
+    """Backpropagate the lens loss, the sum over states l < L of the mean KL(p_L || q_l) in nats,
+    into the translators' gradients: what `backward_mean_kl` per state gives, in 2L + 1 products.
+
+    states: (L + 1, N, d), the model's states 0..L (`tying.unembed.stacked_states`); readout: its
+    `tying.unembed.Readout`. p_L, the model's own distribution, is the softmax of state L's readout.
+    Per chunk of tokens: the logits of all L translated states and of state L, softmax in place,
+    softmax(q_l) - p_L in place, then dL/dz_l = (softmax(q_l) - p_L) W / N, the unembedding's
+    backward written out; autograd carries it through the final norm and the translators.
+    """
+    n, n_tokens = len(states) - 1, states.shape[1]
+    z = readout.norm(lens.translate(states[:n]).to(states.dtype))  # (n, N, d), with autograd
+    step = _chunk_tokens(n + 1, readout.weight, chunk_bytes)
+    with torch.no_grad():
+        target, free = readout.norm(states[n]), z.detach()
+        grad = torch.empty_like(free)
+        for lo in range(0, n_tokens, step):
+            rows = torch.cat([free[:, lo : lo + step], target[None, lo : lo + step]])  # (n + 1, c, d)
+            q = readout.logits(rows.reshape(-1, rows.shape[-1]))  # one product, ((n + 1) c, V)
+            torch.softmax(q, -1, out=q)
+            q = q.view(n + 1, -1, q.shape[-1])
+            grad[:, lo : lo + step] = readout.state_gradient(q[:n].sub_(q[n]))
+        grad.div_(n_tokens)
+    z.backward(grad)
+
+
+@torch.no_grad()
+def token_kl(lens, readout, states, *, tuned=None, logit=True, chunk_bytes=None):
+    """Per-token KL(p_L || q) in bits of the tuned lens at states `tuned` (default all of 0..L-1) and,
+    with `logit`, of the logit lens at states 0..L-1: -> (tuned (len(tuned), N), logit (L, N) or None).
+
+    states: (L + 1, N, d) as for `backward_lens`. Per chunk of tokens the logits of every state read
+    are formed together, log-softmaxed in place, and each KL is p_L . (log p_L - log q), clamped at 0.
+    (State L's KL is 0 by construction, in both lenses.)
+    """
+    n, n_tokens = len(states) - 1, states.shape[1]
+    tuned = list(range(n)) if tuned is None else list(tuned)
+    index = torch.tensor(tuned, dtype=torch.long, device=states.device)
+    read = lambda lo, hi: [lens.translate(states[index, lo:hi], index).to(states.dtype)] if tuned else []
+    n_rows = len(tuned) + n * logit + 1
+    step = _chunk_tokens(n_rows, readout.weight, chunk_bytes)
+    out = torch.empty(n_rows - 1, n_tokens, device=states.device)
+    for lo in range(0, n_tokens, step):
+        hi = min(n_tokens, lo + step)
+        rows = torch.cat([*read(lo, hi), *([states[:n, lo:hi]] if logit else []), states[n:, lo:hi]])
+        log_q = readout.logits(readout.norm(rows).reshape(-1, rows.shape[-1]))  # one product
+        torch.log_softmax(log_q, -1, out=log_q)
+        log_q = log_q.view(len(rows), hi - lo, -1)  # (rows, c, V), the last the target's
+        log_p = log_q[-1]
+        p = log_p.exp()
+        cross = torch.linalg.vecdot(log_q, p)  # p . log q per state and token (einsum: 7x slower)
+        out[:, lo:hi] = (cross[-1:] - cross[:-1]).clamp_min_(0) / math.log(2)
+    return out[: len(tuned)], (out[len(tuned) :] if logit else None)
+
+
 def lens_optimizer(params, *, optimizer, lr, momentum, weight_decay):
     """tuned-lens's optimizers: "sgd" (Nesterov, torch lr = lr * (1 - momentum)) or "adam" (amsgrad)."""
     if optimizer == "sgd":
@@ -95,42 +172,78 @@ def lens_optimizer(params, *, optimizer, lr, momentum, weight_decay):
 
 
 def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd", momentum=0.9, weight_decay=1e-3,
-               grad_clip=1.0, seed=0):
+               grad_clip=1.0, seed=0, init="zero", on_step=None, chunk_bytes=None):
     """Fit a tuned lens to a frozen causal LM on windows drawn at random from `tokens`.
 
     tokens: flat token ids (np.ndarray or memmap); each step reads batch_size windows of
     seq_len tokens, drawn by a generator seeded with `seed`. The recipe is tuned-lens's (see
     the module docstring): `lens_optimizer`, lr decayed linearly to 0, gradient norm clipped
-    at `grad_clip` (None: not clipped). One backward pass per state keeps only one state's
-    logits in memory at a time. Returns the lens on the model's device, in eval mode.
+    at `grad_clip` (None: not clipped). init: "zero" (the logit lens) or "least_squares"
+    (`least_squares_lens`, on windows of a generator of its own, so the training windows do not
+    depend on it). on_step(step, lens), when given, is called after each step 1..steps.
+    Returns the lens on the model's device, in eval mode.
     """
-    from tying.unembed import readout, residual_states  # here: importing tying.lens stays free of transformers
-    n_blocks, device = model.config.num_hidden_layers, model.device
-    lens = TunedLens(n_blocks, model.config.hidden_size).to(device)
+    from tying.unembed import Readout, stacked_states  # here: importing tying.lens stays free of transformers
+    _check_tokens(model, tokens, seq_len)
+    if init == "zero":
+        lens = TunedLens(model.config.num_hidden_layers, model.config.hidden_size).to(model.device)
+    elif init == "least_squares":
+        lens = least_squares_lens(model, tokens, seq_len=seq_len, batch_size=batch_size, seed=seed)
+    else:
+        raise PipelineError(f"unknown lens init {init!r} (zero or least_squares)")
     opt = lens_optimizer(lens.parameters(), optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / max(steps, 1))
-    rng = np.random.default_rng(seed)
-    _check_tokens(model, tokens, seq_len)
-    for _ in range(steps):
+    rng, readout = np.random.default_rng(seed), Readout(model)
+    for step in range(1, steps + 1):
         starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
-        states, logits = residual_states(model, _windows(tokens, starts, seq_len, device))
-        p = target_probabilities(logits)
+        states = stacked_states(model, _windows(tokens, starts, seq_len, model.device))
         opt.zero_grad(set_to_none=True)
-        for state in range(n_blocks):
-            backward_mean_kl(p, readout(model, lens(states[state], state)))
+        backward_lens(lens, readout, states, chunk_bytes)
         if grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(lens.parameters(), grad_clip)
+            torch.nn.utils.clip_grad_norm_(lens.parameters(), grad_clip, foreach=True)
         opt.step()
         schedule.step()
+        if on_step is not None:
+            on_step(step, lens)
     return lens.eval()
 
 
-RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip")
+@torch.no_grad()
+def least_squares_lens(model, tokens, *, seq_len, batch_size, seed=0, windows=FIT_WINDOWS):
+    """Translators fitted in closed form: for each state l < L, the affine map h_l -> h_L of least
+    squared error over `windows` windows drawn from `tokens` (a generator seeded with [seed, 1]).
+
+    The normal equations of [h_l, 1] -> h_L are accumulated in float64 over batches of states, then
+    solved with a ridge of 1e-6 of their mean diagonal (so a rank-deficient state still has a fit);
+    (I + A_l, b_l) is that map, so the lens starts where each state best predicts the last.
+    """
+    from tying.unembed import stacked_states
+
+    rng, n, d = np.random.default_rng([seed, 1]), model.config.num_hidden_layers, model.config.hidden_size
+    starts = rng.integers(0, len(tokens) - seq_len + 1, size=windows)
+    xx = torch.zeros(n, d + 1, d + 1, dtype=torch.float64, device=model.device)
+    xy = torch.zeros(n, d + 1, d, dtype=torch.float64, device=model.device)
+    for i in range(0, windows, batch_size):
+        states = stacked_states(model, _windows(tokens, starts[i : i + batch_size], seq_len, model.device)).double()
+        x = torch.cat([states[:n], torch.ones_like(states[:n, :, :1])], -1)  # (n, N, d + 1)
+        xx += x.transpose(1, 2) @ x
+        xy += x.transpose(1, 2) @ states[n].expand(n, -1, -1)
+    ridge = 1e-6 * torch.diagonal(xx, dim1=1, dim2=2).mean(-1)
+    fit = torch.linalg.solve(xx + ridge[:, None, None] * torch.eye(d + 1, dtype=xx.dtype, device=xx.device), xy)
+    lens = TunedLens(n, d).to(model.device)
+    lens.weight.copy_(fit[:, :d].transpose(1, 2) - torch.eye(d, dtype=fit.dtype, device=fit.device))
+    lens.bias.copy_(fit[:, d])
+    return lens
+
+
+RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "init")
 
 
 def recipe(cfg):
-    """train_lens's keyword arguments from a config's `lens:` section (steps, batch_size, seq_len, RECIPE)."""
-    return {key: cfg[key] for key in ("steps", "batch_size", "seq_len", *RECIPE)}
+    """train_lens's keyword arguments from a config's `lens:` section (steps, batch_size, seq_len, RECIPE;
+    a section without `init` is the zero start)."""
+    return {key: cfg.get(key, "zero") if key == "init" else cfg[key]
+            for key in ("steps", "batch_size", "seq_len", *RECIPE)}
 
 
 def load_job(files, cfg):
@@ -147,44 +260,101 @@ def fit_and_evaluate(model, train, val, cfg, *, seed, steps=None):
     """Train a lens on `train` with the config's `lens:` recipe (`steps` overrides lens.steps) and
     evaluate it on `val`: (lens, `evaluate_lens` frame)."""
     lens = train_lens(model, train, **{**recipe(cfg), **({} if steps is None else {"steps": steps})}, seed=seed)
-    return lens, evaluate_lens(model, lens, val, seq_len=cfg["seq_len"], batch_size=cfg["batch_size"],
-                               batches=cfg["eval_batches"])
+    return lens, evaluate_lens(model, lens, val, **_scoring(cfg))
 
 
-def convergence(half, full):
-    """Tuned-lens KL per state of a lens trained for half the steps against one trained for all.
+def lens_job(model, train, val, cfg, *, seed):
+    """A lens job: the config's lens, its held-out KL, and its own convergence check.
 
-    half, full: `evaluate_lens` frames on the same held-out windows. Returns layer, kl_half_bits,
-    kl_bits, change_bits (full minus half); the budget has converged to a tolerance when every
-    state's |change_bits| is within it.
+    The lens trains for lens.steps; at CHECK_FRACTION of them a copy of its translators is kept, and
+    both are scored on the validation windows (the copy at C3's early states only, `early_states`).
+    Returns (lens, `evaluate_lens` frame, windows frame: window, layer, kl_bits of the tuned lens at
+    the end and kl_check_bits at the check (NaN past the early states), check_step, steps).
     """
-    kl = [f[f["lens"] == "tuned"].set_index("layer")["kl_bits"] for f in (half, full)]
-    out = pd.DataFrame({"kl_half_bits": kl[0], "kl_bits": kl[1]})
-    return out.assign(change_bits=out["kl_bits"] - out["kl_half_bits"]).reset_index()
+    steps = cfg["steps"]
+    check_step, kept = max(1, round(CHECK_FRACTION * steps)), {}
+    keep = lambda step, lens: kept.setdefault("lens", _copy(lens)) if step == check_step else None
+    lens = train_lens(model, train, **recipe(cfg), seed=seed, on_step=keep)
+    early = early_states(model.config.num_hidden_layers)
+    scoring = _scoring(cfg)
+    windows = window_kl(model, lens, val, **scoring)
+    check = window_kl(model, kept.get("lens", lens), val, **scoring, tuned=early, logit=False)
+    tuned = windows[windows["lens"] == "tuned"].drop(columns="lens")
+    per_window = tuned.merge(check.drop(columns="lens").rename(columns={"kl_bits": "kl_check_bits"}),
+                             on=["window", "layer"], how="left")
+    return lens, summarise(windows), per_window.assign(check_step=check_step if steps else 0, steps=steps)
+
+
+def reference_check(model, train, val, cfg, budget, *, seed):
+    """C3's certificate on one model: a reference lens trained for REFERENCE_FACTOR times lens.steps (the
+    same recipe and seed), scored on the same validation windows as the lens job's `budget` frame.
+    Returns `convergence`'s frame with steps and reference_steps."""
+    steps = REFERENCE_FACTOR * cfg["steps"]
+    lens = train_lens(model, train, **{**recipe(cfg), "steps": steps}, seed=seed)
+    reference = summarise(window_kl(model, lens, val, **_scoring(cfg), logit=False))
+    return convergence(budget, reference).assign(steps=cfg["steps"], reference_steps=steps)
+
+
+def early_states(n_blocks):
+    """C3's early states of a model with n_blocks blocks: 0 .. ceil(L/2) - 1 (`tying.claims.early_layer_gap`)."""
+    return list(range(math.ceil(n_blocks / 2)))
+
+
+def convergence(budget, reference):
+    """Held-out tuned-lens KL per state of the budget's lens against a reference lens (a longer budget).
+
+    budget, reference: `evaluate_lens` frames on the same held-out windows. Returns layer, kl_budget_bits,
+    kl_bits (the reference's), change_bits (reference minus budget); the budget has converged to a
+    tolerance when every state's |change_bits| is within it.
+    """
+    kl = [f[f["lens"] == "tuned"].set_index("layer")["kl_bits"] for f in (budget, reference)]
+    out = pd.DataFrame({"kl_budget_bits": kl[0], "kl_bits": kl[1]})
+    return out.assign(change_bits=out["kl_bits"] - out["kl_budget_bits"]).reset_index()
 
 
 @torch.no_grad()
-def evaluate_lens(model, lens, tokens, *, seq_len, batch_size, batches):
-    """Mean KL per token (bits) of the tuned and the logit lens at every state 0..L.
+def window_kl(model, lens, tokens, *, seq_len, batch_size, batches=None, tuned=None, logit=True, chunk_bytes=None):
+    """Mean KL per token (bits) in each held-out window, of the tuned lens at states `tuned` (default
+    every state) and, with `logit`, of the logit lens at every state 0..L.
 
-    Reads up to `batches` batches of consecutive non-overlapping windows from the start
-    of `tokens`. Returns a tidy frame: layer (int), lens ("tuned"/"logit"), kl_bits (float).
+    Windows are the consecutive non-overlapping seq_len windows from the start of `tokens`, all of
+    them, or the first `batches` batches of batch_size. Returns a tidy frame: window (int), layer,
+    lens ("tuned"/"logit"), kl_bits.
     """
-    from tying.unembed import readout, residual_states
+    from tying.unembed import Readout, stacked_states
 
     _check_tokens(model, tokens, seq_len)
-    starts = np.arange(0, len(tokens) - seq_len + 1, seq_len)[: batches * batch_size]
-    totals = {}
+    starts = np.arange(0, len(tokens) - seq_len + 1, seq_len)
+    starts = starts if batches is None else starts[: batches * batch_size]
+    n, readout = model.config.num_hidden_layers, Readout(model)
+    layers = list(range(n)) if tuned is None else [s for s in tuned if s < n]
+    kl_tuned, kl_logit = [], []
     for i in range(0, len(starts), batch_size):
-        states, logits = residual_states(model, _windows(tokens, starts[i : i + batch_size], seq_len, model.device))
-        target = _target(logits)
-        for layer, h in enumerate(states):
-            for name, read in (("tuned", lens(h, layer)), ("logit", h)):
-                kl = _kl_bits(target, readout(model, read)).sum().item()
-                totals[layer, name] = totals.get((layer, name), 0.0) + kl
-    n_tokens = len(starts) * seq_len
-    rows = [{"layer": layer, "lens": name, "kl_bits": total / n_tokens} for (layer, name), total in totals.items()]
-    return pd.DataFrame(rows).sort_values(["lens", "layer"], ignore_index=True)
+        batch = starts[i : i + batch_size]
+        states = stacked_states(model, _windows(tokens, batch, seq_len, model.device))
+        t, lg = token_kl(lens, readout, states, tuned=layers, logit=logit, chunk_bytes=chunk_bytes)
+        kl_tuned.append(t.reshape(len(layers), len(batch), seq_len).mean(-1))
+        if logit:
+            kl_logit.append(lg.reshape(n, len(batch), seq_len).mean(-1))
+    frames = [_window_frame(torch.cat(kl_tuned, 1), layers, "tuned", n, tuned is None)]
+    if logit:
+        frames.append(_window_frame(torch.cat(kl_logit, 1), list(range(n)), "logit", n, True))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarise(windows):
+    """`window_kl`'s frame as mean KL per state over its windows (equal-length windows: per token):
+    layer, lens, kl_bits, n_windows."""
+    out = windows.groupby(["lens", "layer"])["kl_bits"].agg(["mean", "size"]).reset_index()
+    out = out.rename(columns={"mean": "kl_bits", "size": "n_windows"})
+    return out.sort_values(["lens", "layer"], ignore_index=True)
+
+
+def evaluate_lens(model, lens, tokens, *, seq_len, batch_size, batches=None):
+    """Mean KL per token (bits) of the tuned and the logit lens at every state 0..L, over the held-out
+    windows `window_kl` reads. Returns a tidy frame: layer (int), lens ("tuned"/"logit"), kl_bits
+    (float), n_windows."""
+    return summarise(window_kl(model, lens, tokens, seq_len=seq_len, batch_size=batch_size, batches=batches))
 
 
 def save_lens(lens, path):
@@ -201,6 +371,37 @@ def load_lens(path, device="cpu"):
     lens = TunedLens(*tensors["bias"].shape).to(device)
     lens.load_state_dict(tensors)
     return lens.eval()
+
+
+def _scoring(cfg):
+    """evaluate_lens's window arguments from a `lens:` section (eval_batches null or absent: every window)."""
+    return {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg.get("eval_batches")}
+
+
+def _window_frame(kl, layers, name, n_blocks, with_last):
+    """(len(layers), W) per-window KL -> tidy rows; with_last adds state L (KL 0: the model's own logits)."""
+    values = kl.cpu().numpy()
+    frame = pd.DataFrame({"window": np.tile(np.arange(values.shape[1]), len(layers)),
+                          "layer": np.repeat(layers, values.shape[1]), "lens": name,
+                          "kl_bits": values.reshape(-1).astype(float)})
+    if with_last:
+        frame = pd.concat([frame, pd.DataFrame({"window": np.arange(values.shape[1]), "layer": n_blocks,
+                                                "lens": name, "kl_bits": 0.0})], ignore_index=True)
+    return frame
+
+
+def _copy(lens):
+    """A detached copy of a lens's translators (for a check point along its training)."""
+    copy = TunedLens(*lens.bias.shape).to(lens.bias.device)
+    copy.load_state_dict(lens.state_dict())
+    return copy.eval()
+
+
+def _chunk_tokens(rows_per_token, weight, chunk_bytes):
+    """Tokens per chunk so that `rows_per_token` float32 logits rows of each stay within chunk_bytes
+    (default CHUNK_BYTES of the weight's device type)."""
+    budget = CHUNK_BYTES.get(weight.device.type, CHUNK_BYTES["cuda"]) if chunk_bytes is None else chunk_bytes
+    return max(1, budget // (rows_per_token * len(weight) * 4))
 
 
 def _check_tokens(model, tokens, seq_len):

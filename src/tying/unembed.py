@@ -81,10 +81,47 @@ def residual_states(model, input_ids):
 
     input_ids: (B, T) -> (list of L + 1 tensors (B, T, d), logits (B, T, V)).
     """
+    states, out = _states(model, model, input_ids)
+    return states, out.logits
+
+
+@torch.no_grad()
+def stacked_states(model, input_ids):
+    """Residual states 0..L, without the model's logits: (B, T) -> (L + 1, B * T, d).
+
+    Runs the model's base (no unembedding): the lens forms the logits of state L itself, with
+    those of the other states, in one product (`Readout`).
+    """
+    states, _ = _states(model, model.base_model, input_ids)
+    return torch.stack(states).flatten(1, 2)
+
+
+class Readout:
+    """The frozen readout of a model as the lens's fast path uses it: the final norm (applied with
+    autograd, so gradients reach the translators) and the unembedding's weight (V, d) and bias (V or
+    None), used directly in products over many states' rows at once."""
+
+    def __init__(self, model):
+        head = model.get_output_embeddings()
+        self.norm, self.weight, self.bias = final_norm(model), head.weight, head.bias
+
+    def logits(self, z):
+        """Logits of normed states: (..., d) -> (..., V), in float32 (a float32 model's: no copy)."""
+        return torch.nn.functional.linear(z, self.weight, self.bias).float()
+
+    def state_gradient(self, grad_logits):
+        """dL/dz from dL/d(logits): (..., V) -> (..., d), in the model's dtype (one 2-D product: a batched
+        one runs slower on the CPU)."""
+        grad = grad_logits.to(self.weight.dtype)
+        return (grad.reshape(-1, grad.shape[-1]) @ self.weight).reshape(*grad.shape[:-1], -1)
+
+
+def _states(model, module, input_ids):
+    """Run `module` (the model or its base) with the final norm's input captured: (states 0..L, output)."""
     captured = []
     hook = final_norm(model).register_forward_pre_hook(lambda module, args: captured.append(args[0]))
     try:
-        out = model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+        out = module(input_ids=input_ids, output_hidden_states=True, use_cache=False)
     finally:
         hook.remove()
-    return [*out.hidden_states[:-1], captured[-1]], out.logits
+    return [*out.hidden_states[:-1], captured[-1]], out

@@ -6,6 +6,8 @@ rule lens:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
     output:
         metric="results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
+        # per validation window: the tuned lens's KL by state, and at 3/4 of its steps (C3's check)
+        windows="results/metrics/lens/{pair}/{role}/seed{seed}.windows.parquet",
         weights="results/lens/{pair}/{role}/seed{seed}.safetensors",
     params:
         ids=lambda w: {
@@ -38,7 +40,7 @@ rule lens_convergence:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
         metric=rules.lens.output.metric,
     output:
-        # held-out KL per state of the lens job's lens and of one trained for half its steps
+        # held-out KL per state of the lens job's lens and of a reference lens trained for 4x its steps
         "results/metrics/lens/{pair}/{role}/seed{seed}.convergence.parquet",
     params:
         ids=rules.lens.params.ids,
