@@ -1,5 +1,6 @@
 """The package keeps the import layers of pyproject.toml's [tool.importlinter], and that contract
 would catch the training loop importing the launcher again (the circle issue 23 removed)."""
+import json
 import os
 import shutil
 import subprocess
@@ -29,3 +30,25 @@ def test_the_training_loop_importing_the_launcher_breaks_the_contract(tmp_path):
         f.write("\nfrom tying.distributed import launch\n")
     status, report = lint(tmp_path)
     assert status == 1 and "BROKEN" in report and "tying.train -> tying.distributed" in report, report
+
+
+HEAVY = ("torch", "scipy", "transformers", "matplotlib", "seaborn", "sklearn", "tokenizers", "safetensors",
+         "tying.claims", "tying.stats")
+
+
+def test_building_the_dag_imports_nothing_heavier_than_the_config_s_modules(tmp_path):
+    """A no-op pays for every import the Snakefile makes: planning the micro config's whole DAG imports none of
+    the compute stack (what snakemake itself imports, pandas among it, is the baseline)."""
+    (tmp_path / "config.yaml").write_text((ROOT / "tests" / "micro.yaml").read_text())
+    code = ("import json, sys; from snakemake.cli import main; before = set(sys.modules)\n"
+            "try:\n"
+            f"    main(['-s', {str(ROOT / 'Snakefile')!r}, '-d', {str(tmp_path)!r}, '--cores', '2', '-n', '--quiet',\n"
+            f"          '--replace-workflow-config', '--configfile', {str(tmp_path / 'config.yaml')!r}])\n"
+            "except SystemExit as exit:\n"
+            "    assert not exit.code, exit.code\n"
+            "print(json.dumps(sorted(set(sys.modules) - before)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = json.loads(done.stdout.splitlines()[-1])
+    assert "tying.pairs" in imported and "tying.config" in imported
+    assert not [m for m in imported if m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY))]

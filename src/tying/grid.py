@@ -38,9 +38,6 @@ model's; the untied model's are beside them.
 """
 from dataclasses import dataclass, replace
 
-import pandas as pd
-
-from tying.claims import MIN_SEEDS
 from tying.errors import PipelineError
 
 FAMILY = "olmo"
@@ -128,6 +125,7 @@ def cells(config):
         raise PipelineError(f"scaling.family: {grid['family']!r}; the grid counts parameters for {FAMILY} only")
     seeds = tuple(grid["seeds"])
     if not seeds:
+        from tying.claims import MIN_SEEDS  # here: the DAG imports no statistics (scipy) to read a config
         raise PipelineError(f"scaling.seeds: no seeds; give at least {MIN_SEEDS} for the claims' verdicts")
     variants = _variants(config, grid)
     fractions = sorted(set(grid.get("checkpoint_fractions", [0, 1])))
@@ -160,6 +158,7 @@ def cells(config):
 
 def facts(grid_cells):
     """The cells' facts as a frame, one row per cell, FACT_COLUMNS."""
+    import pandas as pd  # here: building the DAG needs no pandas
     return pd.DataFrame([c.facts() for c in grid_cells], columns=FACT_COLUMNS)
 
 

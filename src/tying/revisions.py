@@ -26,7 +26,6 @@ import yaml
 from huggingface_hub import HfApi, constants
 
 from tying.errors import PipelineError
-from tying.hub import hub_errors
 from tying.io import atomic_path
 
 STEP_BRANCH = re.compile(r"step(\d+)(?:-.*)?")
@@ -38,7 +37,7 @@ def step_branches(repo_id, steps=None):
     """{step: branch name} of the branches of `repo_id` named `step{N}` or `step{N}-...`, for the
     `steps` given (every one must have exactly one branch), or for every step when None."""
     found = {}
-    with hub_errors(f"cannot list the branches of {repo_id}", constants.is_offline_mode()):
+    with _hub_errors(f"cannot list the branches of {repo_id}", constants.is_offline_mode()):
         refs = HfApi().list_repo_refs(repo_id)
     for branch in refs.branches:
         match = STEP_BRANCH.fullmatch(branch.name)
@@ -110,7 +109,7 @@ def hub_commit(repo_id, repo_type, revision):
     """The commit `revision` of the hub repository points to now, asked of the hub (no cache fallback)."""
     api = HfApi()
     info = api.dataset_info if repo_type == "dataset" else api.model_info
-    with hub_errors(f"cannot resolve {repo_id}@{revision}", constants.is_offline_mode()):
+    with _hub_errors(f"cannot resolve {repo_id}@{revision}", constants.is_offline_mode()):
         return info(repo_id, revision=revision).sha
 
 
@@ -203,7 +202,7 @@ TOKENS_BRANCH = re.compile(r"step(\d+)-tokens(\d+)B")
 
 def branch_names(repo_id):
     """Every branch name of `repo_id`, as the hub lists them."""
-    with hub_errors(f"cannot list the branches of {repo_id}", constants.is_offline_mode()):
+    with _hub_errors(f"cannot list the branches of {repo_id}", constants.is_offline_mode()):
         return [branch.name for branch in HfApi().list_repo_refs(repo_id).branches]
 
 
@@ -272,6 +271,13 @@ def match_main(argv):
     except PipelineError as error:
         sys.exit(f"error: {error}")
     print("trajectory:" + trajectory_block(points, 2))
+
+
+def _hub_errors(action, offline):
+    """tying.hub.hub_errors, imported here: the DAG reads PIN_COMMAND and unpinned_references, and
+    tying.hub imports torch and transformers."""
+    from tying.hub import hub_errors
+    return hub_errors(action, offline)
 
 
 def main(argv=None):
