@@ -17,7 +17,7 @@ from tying import revisions
 from tying.alignment import alignment_frame, scaling_frame
 from tying.claims import claim_statistics, claims_table
 from tying.embeddings import Embeddings
-from tying.evolution import evolution_frame
+from tying.evolution import evolution_frames
 from tying.knn_overlap import knn_frame
 from tying.tidy import with_ids
 from tying.trajectory import point_rows, summarise
@@ -65,9 +65,9 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
             scaled = {v: _embeddings(g, 300, 16, (untied.input, untied.output), a * step / 20) for v, a in variants.items()}
             models[step] = untied, scaled
             untied_runs.append((step, untied))
-        evolution = with_ids(evolution_frame(untied_runs), {"run": "main", "seed": seed})
+        evolution, per_token = (with_ids(f, {"run": "main", "seed": seed}) for f in evolution_frames(untied_runs, keep))
         for step, (untied, scaled) in models.items():
-            rows.append(point_rows(untied, scaled["tied"], scaled, keep, evolution, analysis=ANALYSIS, k=5,
+            rows.append(point_rows(untied, scaled["tied"], scaled, keep, per_token, analysis=ANALYSIS, k=5,
                                    approximate=False, scaled_variant="tied_x5",
                                    ids={"pair": "main", "seed": seed, "step": step}).assign(
                 pair="main", seed=seed, point=steps.index(step), step=step, tokens=step * 64))
@@ -87,8 +87,9 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
 
     last = table[table["step"] == steps[-1]].set_index("claim")
     assert list(last.index) == ["C1", "C2", "C4", "C7a", "C7b"]
-    for column in ("mean", "ci_low", "ci_high", "verdict"):
-        assert last[column].to_dict() == claims.loc[last.index, column].to_dict(), column
+    for column in ("mean", "ci_low", "ci_high"):  # C4 from per-token drifts: equal to float32 rounding
+        assert last[column].to_dict() == pytest.approx(claims.loc[last.index, column].to_dict(), rel=1e-6), column
+    assert last["verdict"].to_dict() == claims.loc[last.index, "verdict"].to_dict()
     c1 = table[table["claim"] == "C1"].set_index("step")["mean"]
     assert c1[0] < -0.3 < 0.3 < c1[20]  # the planted tied matrix turns from input-like to output-like
     assert set(table.loc[table["step"] == 0, "n_seeds"]) == {3}
