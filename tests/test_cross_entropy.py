@@ -88,3 +88,17 @@ def test_the_tap_on_the_fused_loss_splits_the_gradient_as_on_the_logits(scale):
     shared = fused_model.get_input_embeddings().weight.grad
     torch.testing.assert_close(fused_tap.g_in + fused_tap.g_out, shared, rtol=1e-5, atol=1e-6)
     assert fused_tap.g_in.norm() > 0 and fused_tap.g_out.norm() > 0
+
+
+def test_the_backward_keeps_no_tokens_by_vocabulary_tensor():
+    """What autograd saves for the backward pass: the hidden states' and the matrix's gradients, (tokens, d) and
+    (V, d); the plain path keeps (tokens, V) log-probabilities."""
+    hidden, weight, targets = inputs(n=48, d=16, vocab=64)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(tuple(t.shape)) or t, lambda t: t):
+        linear_cross_entropy(hidden, weight, targets, 7)
+    assert sorted(saved) == [(48, 16), (64, 16)]
+    saved.clear()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(tuple(t.shape)) or t, lambda t: t):
+        plain(hidden, weight, targets)
+    assert (48, 64) in saved

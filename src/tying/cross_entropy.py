@@ -12,7 +12,10 @@ passed as `weight`, so the gradient tap's output-path alias sees it as it sees t
 import torch
 from torch import nn
 
-CHUNK_ELEMENTS = 1 << 22  # logits per buffer (16 MiB in fp32): all rows of the default config's batch at once
+# Logits per buffer: 2^22 (16 MiB in fp32; all 1,024 rows of the default config's batch at once), or as many
+# as the projection's own (V, d) gradient holds where that is larger, so that each chunk's update of that
+# gradient (a product over the chunk's rows) does d or more multiply-adds per element it reads and writes.
+CHUNK_ELEMENTS = 1 << 22
 
 
 def linear_cross_entropy(hidden, weight, targets, chunk_rows=None):
@@ -21,7 +24,7 @@ def linear_cross_entropy(hidden, weight, targets, chunk_rows=None):
     hidden (..., d), weight (V, d), targets (...) int64 with the same leading shape as hidden.
     Under autocast the two products run in the autocast dtype and the softmax in fp32, as the
     plain path's autocast logits followed by `.float()` do. chunk_rows: rows per buffer (default:
-    CHUNK_ELEMENTS // V)."""
+    CHUNK_ELEMENTS // V, or d where that is more)."""
     return _LinearCrossEntropy.apply(hidden, weight, targets, chunk_rows)
 
 
@@ -51,7 +54,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         t = targets.reshape(-1)
         n, vocab = len(t), weight.shape[0]
         needs_h, needs_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        rows = chunk_rows or max(1, CHUNK_ELEMENTS // vocab)
+        rows = chunk_rows or max(CHUNK_ELEMENTS // vocab, h.shape[1])
         with torch.autocast(device, enabled=False):
             w = weight.to(dtype)
             grad_h = torch.empty(n, h.shape[1], dtype=dtype, device=h.device) if needs_h else None
