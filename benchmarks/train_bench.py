@@ -102,7 +102,7 @@ def step_times(spec, ids, steps, rounds=4):
     return {k: (*np.median(times[k], axis=0), *np.mean(kernel[k], axis=0)) for k in runs}
 
 
-MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
+MATMULS = ("aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm")  # addmm_: the fused loss's (V, d) gradient
 CATEGORIES = (  # (name, test on an operator's name and input shapes), first match wins
     ("output projection matmuls (V-wide)", lambda name, shapes, vocab: name in MATMULS and vocab in sum(shapes, [])),
     ("softmax, loss and embedding gradient (V-wide)", lambda name, shapes, vocab: vocab in sum(shapes, [])),
