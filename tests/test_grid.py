@@ -11,6 +11,7 @@ from tying.config import load
 from tying import grid, sweep
 from tying.claims import Statistic, claims_table, seed_table
 from tying.errors import PipelineError
+from tying.stats import mean_ci
 from tying.figures.scaling import plot_scaling
 from tying.models import build_model, model_config
 
@@ -145,3 +146,21 @@ def test_scaling_figure_writes_a_pdf(tmp_path):
     plot_scaling(table, path)
     data = path.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 1000
+
+
+def test_paired_trends_difference_each_seed_between_neighbouring_cells():
+    facts = grid.facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
+    made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
+    seeds = {c: s for c, (_, s) in made.items()}
+    trends = sweep.paired_trends(seeds, facts)
+    assert list(trends.columns) == sweep.TREND_COLUMNS
+    pairs = set(zip(trends["factor"], trends["from_cell"], trends["to_cell"]))
+    assert pairs == {("tokens", "d48_l2_s300", "d48_l2_s1500"), ("tokens", "d96_l3_s300", "d96_l3_s1500"),
+                     ("size", "d48_l2_s300", "d96_l3_s300"), ("size", "d96_l3_s300", "d192_l5_s300"),
+                     ("size", "d48_l2_s1500", "d96_l3_s1500")}
+    row = trends[(trends["from_cell"] == "d48_l2_s300") & (trends["to_cell"] == "d96_l3_s300")
+                 & (trends["claim"] == "C1")].iloc[0]
+    a, b = (seeds[c][seeds[c]["claim"] == "C1"].set_index("seed")["value"] for c in ("d48_l2_s300", "d96_l3_s300"))
+    mean, low, high = mean_ci(b - a)
+    assert (row["mean"], row["ci_low"], row["ci_high"], row["n_seeds"]) == pytest.approx((mean, low, high, 3))
+    assert row["trend"] == ("up" if low > 0 else "down" if high < 0 else "unclear")

@@ -148,6 +148,7 @@ rule scaling_table:
     output:
         csv=report("results/tables/scaling.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/scaling.md",
+        trends="results/tables/scaling_trends.csv",
     params:
         facts=[c.facts() for c in CELLS],
     log:

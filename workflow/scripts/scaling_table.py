@@ -2,14 +2,15 @@ import pandas as pd
 
 from tying.grid import FACT_COLUMNS
 from tying.rule_script import run
-from tying.sweep import scaling_table, write_scaling
+from tying.sweep import paired_trends, scaling_table, write_scaling
 
 
 def main(snakemake):
+    out = snakemake.output
     facts = pd.DataFrame(snakemake.params.facts, columns=FACT_COLUMNS)
     claims = dict(zip(facts["cell"], map(pd.read_parquet, snakemake.input.claims)))
     seeds = dict(zip(facts["cell"], map(pd.read_parquet, snakemake.input.seeds)))
-    write_scaling(scaling_table(claims, facts, seeds), snakemake.output.csv, snakemake.output.md)
+    write_scaling(scaling_table(claims, facts, seeds), out.csv, out.md, paired_trends(seeds, facts), out.trends)
 
 
 run(snakemake, main)
