@@ -57,8 +57,10 @@ def test_a_gap_carried_by_rarely_drawn_tokens_shows_in_their_stratum_and_not_in_
     assert table.loc[("C4", ALL_TOKENS), "mean"] == pytest.approx(0.375, abs=0.01)  # the pooled number: 3/4 rare
     assert table.loc[("C4", ">= 1000"), "left_out"] == "fewer than 30 tokens in a seed"
     assert np.isnan(table.loc[("C4", ">= 1000"), "mean"])
-    row = comparable_rows(values, ["main"], 100).set_index("claim").loc["C4"]
-    assert row["tokens"] == "drawn >= 100" and row["mean"] == pytest.approx(0.0, abs=0.01)
+    rows, seeds = comparable_rows(values, ["main"], 100)
+    row = rows.set_index("claim").loc["C4"]
+    assert row["token_set"] == "drawn >= 100" and seeds["value"].mean() == pytest.approx(row["mean"])
+    assert row["token_set"] == "drawn >= 100" and row["mean"] == pytest.approx(0.0, abs=0.01)
     assert row["verdict"] != "holds" and row["detail"] == "100 tokens a seed"
     # and the claims table's own pooled value is the all-token stratum's
     pooled = claims.drift_gap(per_token.groupby(["run", "seed", "matrix", "step"], as_index=False)["drift"].mean())

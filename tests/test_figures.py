@@ -91,14 +91,15 @@ def test_grad_flow_draws_the_frames_rolling_means(tmp_path):
 def test_norm_frequency_three_panels(tmp_path):
     counts = np.r_[0, np.floor(10 ** RNG.uniform(0, 5, 299))].astype(int)
     rows = pd.concat(
-        pd.DataFrame({"pair": "main", "seed": 0, "matrix": m, "token_id": np.arange(300), "count": counts,
-                      "norm": 1 + scale * np.log10(np.maximum(counts, 1))})
+        pd.DataFrame({"pair": "main", "seed": 0, "matrix": m, "token_id": np.arange(300), "drawn": counts,
+                      "per_million": counts * 2.0, "norm": 1 + scale * np.log10(np.maximum(counts, 1))})
         for m, scale in (("untied_input", 0.0), ("untied_output", 0.3), ("tied", 0.5))
     )
     fig = plot_norm_frequency(rows, tmp_path / "fig5.pdf")
     assert _is_pdf(tmp_path / "fig5.pdf")
-    assert [ax.get_title() for ax in fig.axes] == ["untied input", "untied output", "tied"]
-    assert [len(ax.collections[0].get_offsets()) for ax in fig.axes] == [299] * 3  # count 0 left out
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["untied input", "untied output", "tied"]
+    panels = fig.axes[:3]  # then their top axes: draws per million
+    assert [len(ax.collections[0].get_offsets()) for ax in panels] == [299] * 3  # never drawn: left out
     line = fig.axes[2].lines[0]  # the binned means the C6 criteria use, sparse bins merged
     binned = binned_norms(rows[rows["matrix"] == "tied"])
     assert line.get_xdata() == pytest.approx(binned["log_count"].to_numpy())

@@ -134,9 +134,9 @@ CLAIMS |= {
                "input and output matrices as tied), paired by seed", "not in the paper", math.nan)
     for cal, cid in CALIBRATED.items()
 }
-ALL_TOKENS = "all analysed"  # the tokens column of the all-token rows (tying.exposure adds comparable-token rows)
+ALL_TOKENS = "all analysed"  # the token_set of the all-token rows (tying.exposure adds comparable-token rows)
 
-MD_COLUMNS = ["claim", "tokens", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
+MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
               "criterion", "verdict", "detail"]
 
 
@@ -350,7 +350,7 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
         calibrated = calibrated_statistics(statistics, seed_statistics(seeds, mixture))
         table = pd.concat([table, claims_table(calibrated, pair=pair)], ignore_index=True)
         seeds = pd.concat([seeds, seed_table(calibrated).assign(pair=pair)], ignore_index=True)
-    return table.assign(tokens=ALL_TOKENS), seeds
+    return table.assign(token_set=ALL_TOKENS), seeds.assign(token_set=ALL_TOKENS)
 
 
 def seed_statistics(seeds, pair):
@@ -486,7 +486,8 @@ def write_claims(table, seeds, parquet_path, md_path, seeds_path):
     extra = [c for c in ("commits", "paper_scale", "paper_scale_differs", "paper_scale_rows", "paper_scale_commits")
              if c in table.columns]
     with atomic_path(md_path) as tmp:
-        tmp.write_text(markdown(table, ["pair"] * ("pair" in table.columns) + MD_COLUMNS + extra))
+        shown = MD_COLUMNS[:1] + ["token_set"] * ("token_set" in table.columns) + MD_COLUMNS[1:]
+        tmp.write_text(markdown(table, ["pair"] * ("pair" in table.columns) + shown + extra))
 
 
 def _mean(values):

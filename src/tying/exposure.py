@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from tying.claims import ALL_TOKENS, CLAIMS, Statistic, calibrated_statistics, claims_table
+from tying.claims import ALL_TOKENS, CLAIMS, Statistic, calibrated_statistics, claims_table, seed_table
 from tying.frames import at_step, markdown, only, pick
 from tying.io import atomic_path
 
@@ -128,8 +128,9 @@ def comparable_statistics(values, comparable_draws):
 def comparable_rows(values, pairs, comparable_draws, mixture=None):
     """The claims table's rows on the comparable tokens (drawn at least `comparable_draws` times) of each of
     `pairs` that has per-token values, and the first pair's calibrated C1 and C2 on them (the `mixture`
-    control's comparable tokens); tokens column "drawn >= N", detail the tokens used per seed."""
-    label, tables, statistics = f"drawn >= {comparable_draws}", [], {}
+    control's comparable tokens) -> (rows, their seed_table rows); token_set "drawn >= N", detail the
+    tokens used per seed."""
+    label, tables, seeds, statistics = f"drawn >= {comparable_draws}", [], [], {}
     for pair in pairs:
         rows = values[(values["pair"] == pair) & (values["drawn"] >= comparable_draws)]
         if rows.empty:
@@ -139,18 +140,25 @@ def comparable_rows(values, pairs, comparable_draws, mixture=None):
         table = claims_table(statistics[pair], pair=pair)
         tables.append(table.assign(detail=[_range_text(pd.Series(counts.loc[c].to_numpy())) + " tokens a seed"
                                            for c in table["claim"]]))
+        seeds.append(seed_table(statistics[pair]).assign(pair=pair))
     first = pairs[0]
     if mixture in statistics and first in statistics:
-        tables.append(claims_table(calibrated_statistics(statistics[first], statistics[mixture]), pair=first))
-    return pd.concat(tables, ignore_index=True).assign(tokens=label) if tables else pd.DataFrame()
+        calibrated = calibrated_statistics(statistics[first], statistics[mixture])
+        tables.append(claims_table(calibrated, pair=first))
+        seeds.append(seed_table(calibrated).assign(pair=first))
+    if not tables:
+        return pd.DataFrame(), pd.DataFrame()
+    return (pd.concat(tables, ignore_index=True).assign(token_set=label),
+            pd.concat(seeds, ignore_index=True).assign(token_set=label))
 
 
 def with_comparable(table, comparable, pairs):
-    """The claims table with its comparable-token rows, each after the same pair's and claim's all-token row."""
+    """A claims or seed table with its comparable-token rows, each after the same pair's and claim's
+    all-token rows."""
     table = pd.concat([table, comparable], ignore_index=True)
     rank = {"pair": {p: i for i, p in enumerate(pairs)}, "claim": {c: i for i, c in enumerate(CLAIMS)},
-            "tokens": {ALL_TOKENS: 0}}
-    return table.sort_values(["pair", "claim", "tokens"], key=lambda c: c.map(rank[c.name]).fillna(1),
+            "token_set": {ALL_TOKENS: 0}}
+    return table.sort_values(["pair", "claim", "token_set"], key=lambda c: c.map(rank[c.name]).fillna(1),
                              kind="stable", ignore_index=True)
 
 

@@ -26,7 +26,8 @@ def main(snakemake):
                      if name in exposure}
         values = pairs_values(p.pairs, read_token_sets(exposure["token_sets"], p.token_sets), **metrics, **per_token,
                               k=p.k, scaled_variant=p.scaled_variant)
-        table = with_comparable(table, comparable_rows(values, p.pairs, p.comparable_draws, p.mixture), p.pairs)
+        rows, seed_rows = comparable_rows(values, p.pairs, p.comparable_draws, p.mixture)
+        table, seeds = with_comparable(table, rows, p.pairs), with_comparable(seeds, seed_rows, p.pairs)
     write_claims(table, seeds, snakemake.output.parquet, snakemake.output.md, snakemake.output.seeds)
 
 
