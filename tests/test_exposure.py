@@ -9,8 +9,8 @@ from tying import claims
 from tying.alignment import alignment_frame, token_split
 from tying.embeddings import Embeddings, load_embeddings
 from tying.evolution import evolution_frames
-from tying.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_values, stratum_labels, strata,
-                            token_values, with_draws)
+from tying.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_values, strata, strata_text,
+                            stratum_labels, token_values, with_draws)
 from hubfixtures import build_survey_cache, snapshot_dir
 from tying.knn_overlap import knn_frame
 from tying.survey import control_model
@@ -173,3 +173,9 @@ def test_claims_over_training_leave_out_tokens_first_drawn_after_the_checkpoint(
     assert everything - c4 > 0.1  # the not-yet-drawn rows would have inflated it
     c1_tokens = rows[(rows["claim"] == "C1")]
     assert len(c1_tokens)  # C1 and C2 are computed on the same tokens
+
+
+def test_a_checkpoints_tokens_by_stratum_of_draws():
+    by_step = pd.DataFrame({"step": [50] * 5, "token_id": range(5), "drawn": [0, 3, 12, 150, 2000]})
+    text = strata_text(by_step, 50, seen_by(by_step, 50, 1), EDGES)
+    assert text == "1-9: 1, 10-99: 1, 100-999: 1, >= 1000: 1"

@@ -110,6 +110,14 @@ def strata(drawn, edges):
     return np.searchsorted(np.asarray(edges), np.asarray(drawn), side="right") - 1
 
 
+def strata_text(by_step, step, keep, edges):
+    """The tokens `keep` by stratum of their draws at `step` (a token set by step), as text:
+    '1-9: 442, 10-99: 2,958, ...'."""
+    rows = by_step[(by_step["step"] == step) & by_step["token_id"].isin(keep)]
+    counts = np.bincount(strata(rows["drawn"], edges) + 1, minlength=len(edges) + 1)[1:]
+    return ", ".join(f"{label}: {n:,}" for label, n in zip(stratum_labels(list(edges)), counts))
+
+
 def seed_statistics(values):
     """{claim: Statistic} of per-token `values` of one pair (claim, seed, value, chance): each seed's mean."""
     out = {}

@@ -21,12 +21,13 @@ from tying.frames import markdown
 from tying.tidy import with_ids
 
 CLAIM_IDS = ("C1", "C2", "C4", "C7a", "C7b")
-POINT_COLUMNS = ["pair", "point", "step", "tokens", "analysed_tokens", "tied", "untied", "tied_tokens", "untied_tokens"]
+POINT_COLUMNS = ["pair", "point", "step", "tokens", "analysed_tokens", "exposure", "tied", "untied", "tied_tokens",
+                 "untied_tokens"]
 KINDS = ("value", "in_sample", "chance")  # per-seed rows; "token": one seed's per-token values
 TABLE_COLUMNS = ["claim", "mean", "ci_low", "ci_high", "n_seeds", "interval", "chance", "verdict", "on_claimed_side",
                  "paper_value"]
-MD_COLUMNS = ["pair", "claim", "step", "tokens", "analysed_tokens", "tied", "untied", "ours", "interval", "chance",
-              "verdict"]
+MD_COLUMNS = ["pair", "claim", "step", "tokens", "analysed_tokens", "exposure", "tied", "untied", "ours", "interval",
+              "chance", "verdict"]
 
 
 def point_frames(untied, tied, scaled, keep, analysis, k, approximate):
@@ -94,7 +95,8 @@ def summarise(rows, released=()):
         table = claims_table(statistics, one_pair=pair in released)[TABLE_COLUMNS]
         chance = {cid: _mean(s.chance) for cid, s in statistics.items()}
         ids = group[[c for c in POINT_COLUMNS if c in group.columns]].iloc[0].to_dict()
-        if "seen_tokens" in group.columns:  # a trained pair's tokens seen by this point, fewest to most over seeds
+        if "seen_tokens" in group.columns:  # a trained pair's tokens seen by this point, fewest to most over seeds;
+            # `exposure`: the first seed's tokens by stratum of draws
             seen = group.groupby("seed")["seen_tokens"].first()
             ids["analysed_tokens"] = f"{seen.min():,}" + (f"-{seen.max():,}" if seen.max() > seen.min() else "")
         out.append(table.assign(chance_mean=table["claim"].map(chance), **ids))

@@ -16,6 +16,7 @@ rule trajectory:
         k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
         min_count=config["analysis"]["min_count"],
+        edges=config["analysis"]["exposure_edges"],
     log:
         "logs/metrics/trajectory/{pair}/seed{seed}.log",
     benchmark:

@@ -5,6 +5,7 @@ from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
+from tying.exposure import strata_text
 from tying.token_sets import seen_by
 from tying.trajectory import point_rows
 
@@ -26,7 +27,8 @@ def main(snakemake):
         stats = point_rows(untied, tied, {v: load_embeddings(d, rows=rows) for v, d in zip(p.variants, variants)},
                            keep, evolution, ids={**p.ids, "step": ids.get("step", point)}, analysis=p.analysis, k=p.k,
                            approximate=p.approximate, scaled_variant=p.variants[-1] if p.variants else None)
-        seen = {} if keep is None else {"seen_tokens": len(keep)}
+        seen = {} if keep is None else {"seen_tokens": len(keep), "exposure": strata_text(by_step, ids["step"], keep,
+                                                                                          p.edges)}
         out.append(with_ids(stats, {**p.ids, "point": point, "step": None, **ids, **seen}))  # a released point: no step
     write_parquet(pd.concat(out, ignore_index=True), snakemake.output[0])
 
