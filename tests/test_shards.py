@@ -108,7 +108,7 @@ def test_an_empty_shard_and_a_split_without_documents_are_one_line_errors(tmp_pa
 MEMORY_PROBE = textwrap.dedent("""
     import sys, tracemalloc
     from pathlib import Path
-    import pyarrow
+    import pandas, pyarrow  # before tracemalloc starts: the stages import pandas where they use it
     import tying.shards
     from shardfixtures import build_tokens, write_local_corpus
     from tying.shards import read_texts

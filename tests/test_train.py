@@ -1,6 +1,8 @@
 import dataclasses
 import json
 import platform
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -12,7 +14,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 from conftest import markov_tokens, word_tokenizer
 from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
-from tying.train import RunSpec, build, train, train_batch
+from tying.train import RunSpec, build, train, train_batch, write_rows
 
 V = 64
 
@@ -163,3 +165,18 @@ def test_kept_heap_changes_no_number(data, tokenizer, tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "before" / "provenance.parquet"),
                                   pd.read_parquet(tmp_path / "after" / "provenance.parquet"))
+
+
+def test_logs_written_without_pandas_read_back_as_the_frame_of_their_rows(tmp_path):
+    rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), "val_loss": 5.5},
+            {"step": 1, "lr": 1e-3, "loss": 5.25, "val_loss": float("nan")}]
+    write_rows(rows, tmp_path / "log.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "log.parquet"), pd.DataFrame(rows))
+
+
+def test_a_training_job_imports_no_pandas():
+    """The train rule's script imports (pandas alone is half a second of a job's start-up)."""
+    code = ("import sys, tying.distributed, tying.models, tying.rule_script, tying.runtime, tying.train; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]

@@ -13,8 +13,6 @@ import sysconfig
 import zlib
 from pathlib import Path
 
-import pandas as pd
-
 from tying.errors import PipelineError
 
 SKIP_DIRS = {"test", "tests", "idlelib", "site-packages", "lib2to3", "__pycache__", "turtledemo"}
@@ -177,6 +175,7 @@ def local_documents(paths, text_field="text"):
         elif p.suffix in (".jsonl", ".json"):
             rows = _json_lines(p, text_field)
         elif p.suffix == ".parquet":
+            import pandas as pd  # here: training and the lens read token arrays through tying.tokens -> shards -> corpus
             frame = pd.read_parquet(p)
             if text_field not in frame:
                 raise PipelineError(f"{p} has no column {text_field!r} (corpus.text_field)")

@@ -12,7 +12,6 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from tying.errors import PipelineError
 from tying.io import atomic_path, write_parquet
@@ -97,6 +96,7 @@ def load_ids(path, meta_path):
 
 def frequency_table(counts, tok):
     """Per-token counts (an array over the vocabulary): columns token_id, token, count."""
+    import pandas as pd  # here: training reads token arrays through this module and needs no pandas
     vocab_size = len(tok)
     return pd.DataFrame({"token_id": np.arange(vocab_size),
                          "token": tok.convert_ids_to_tokens(list(range(vocab_size))),
@@ -147,6 +147,7 @@ def join_shards(arrays, metas, counts, out_train, out_val, out_meta, out_counts)
                   for path, m in zip(arrays[split], metas)]
         with atomic_path(out) as tmp:
             Path(tmp).write_text(json.dumps({"shards": shards}, indent=1))
+    import pandas as pd
     joint = pd.read_parquet(counts[0])
     for path in counts[1:]:
         joint["count"] += pd.read_parquet(path, columns=["count"])["count"].to_numpy()

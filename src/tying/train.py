@@ -16,7 +16,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 import torch.nn.functional as F
 import transformers
@@ -25,7 +26,7 @@ from tying.checkpoint_files import weight_digests
 from tying.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.grad_provenance import GradientTap
-from tying.io import atomic_path, write_parquet
+from tying.io import atomic_path
 from tying.models import build_model, init_seed, model_config
 from tying.ranks import LOCAL
 from tying.tokens import load_ids
@@ -235,9 +236,17 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
     for step in spec.checkpoints:
         with atomic_path(checkpoint_dirs[step]) as tmp:
             shutil.copytree(staging / f"step{step}", tmp)
-    write_parquet(pd.DataFrame(log), log_path)
-    write_parquet(pd.DataFrame(provenance), provenance_path)
+    write_rows(log, log_path)
+    write_rows(provenance, provenance_path)
     shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def write_rows(rows, path):
+    """Write dicts with the same keys as one Parquet table, a column per key, atomically. Through pyarrow
+    alone, as pandas.DataFrame.to_parquet would write them: a training job does not import pandas (half
+    a second of its start-up)."""
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pylist(rows), tmp)
 
 
 def train_from_files(spec, files, work_dir, **outputs):
