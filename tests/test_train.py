@@ -12,9 +12,10 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from conftest import markov_tokens, word_tokenizer
+from tying.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
-from tying.train import RunSpec, build, train, train_batch, write_rows
+from tying.train import RunSpec, build, lr_lambda, train, train_batch, write_rows
 
 V = 64
 
@@ -180,3 +181,23 @@ def test_a_training_job_imports_no_pandas():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
+
+
+def test_the_fused_optimizer_steps_as_the_foreach_one(data):
+    """build's AdamW runs fused; its updates equal the foreach implementation's to float rounding."""
+    s = spec()
+    model, tap, opt, sched = build(s, "cpu")
+    twin = build(s, "cpu")[0]
+    groups = [{"params": [p for p in twin.parameters() if p.ndim >= 2], "weight_decay": s.weight_decay},
+              {"params": [p for p in twin.parameters() if p.ndim < 2], "weight_decay": 0.0}]
+    reference = torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), foreach=True)
+    torch.optim.lr_scheduler.LambdaLR(reference, lr_lambda(s))  # at step 0's rate, as build's schedule set opt's
+    assert opt.defaults["fused"]
+    for step in range(1, 4):
+        x, y = train_batch(data[0], step, 0, 4, 16)
+        for m, o in ((model, opt), (twin, reference)):
+            NextTokenLoss(m)(input_ids=x, targets=y).backward()
+            o.step()
+            o.zero_grad(set_to_none=True)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
