@@ -304,13 +304,6 @@ def load_job(files, cfg):
             load_ids(files["val"], files["meta"]))
 
 
-def fit_and_evaluate(model, train, val, cfg, *, seed, steps=None):
-    """Train a lens on `train` with the config's `lens:` recipe (`steps` overrides lens.steps) and
-    evaluate it on `val`: (lens, `evaluate_lens` frame)."""
-    lens = train_lens(model, train, **{**recipe(cfg), **({} if steps is None else {"steps": steps})}, seed=seed)
-    return lens, evaluate_lens(model, lens, val, **_scoring(cfg))
-
-
 def lens_job(model, train, val, cfg, *, seed):
     """A lens job: the config's lens, its held-out KL, and its own convergence check.
 
