@@ -63,7 +63,8 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
         gap_ok = math.isnan(limit) or abs(shift) <= limit
         passed = passed and states and gap_ok
         limit_text = "no interval" if math.isnan(limit) else f"limit {limit:.4f}, a quarter of the half-width"
-        parts.insert(0, f"{reference['reference_steps'] // reference['steps']}x reference (seed {reference['seed']}, "
+        factor = reference["reference_steps"] // max(reference["steps"], 1)
+        parts.insert(0, f"{factor}x reference (seed {reference['seed']}, "
                         f"{reference['steps']} -> {reference['reference_steps']} steps): max |change| "
                         + ", ".join(f"{v:.4f} bits {role}" for role, v in reference["change"].items())
                         + f" (limit {TOLERANCE}), C3 {shift:+.4f} ({limit_text})")
