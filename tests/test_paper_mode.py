@@ -103,10 +103,12 @@ def test_claims_of_a_paper_run_fill_their_own_paper_scale_column(paper_run):
     assert list(claims.index) == ["C1", "C2", "C3", "C4"]
     # The paper's numbers are in sample: C1's paper-scale value is its in-sample gap, the others their mean.
     assert np.allclose(claims["paper_scale_mean"], claims["in_sample_mean"].fillna(claims["mean"]))
-    # One released pair: token bootstraps where per-token values exist, direction only elsewhere.
+    # One released pair: token bootstraps where per-token values exist, C3 a bootstrap over validation windows.
     assert claims.loc["C1", "interval"].endswith("tokens, one pair of models")
     assert claims.loc["C1", "verdict"].endswith("(one pair of models)")
-    assert claims.loc["C3", "verdict"] == "direction only (one pair of models)"
+    assert claims.loc["C3", "interval"].startswith("95% bootstrap over ") and "validation windows" in claims.loc[
+        "C3", "interval"]
+    assert claims.loc["C3", "verdict"].endswith("(one pair of models)")
     assert "paper_scale" in (paper_run / "results/tables/claims.md").read_text()
     # The commits the numbers came from, as each fetch recorded them: tied / untied, short.
     commits = [json.loads((paper_run / f"results/hub/embeddings/test-org/olmo-{role}/main/source.json").read_text())
