@@ -47,8 +47,8 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
             top.tick_params(labelsize="x-small")
     axes[0].set(ylabel="row L2 norm")
     fig.supxlabel("log10 draws by the run (top: log10 draws per million training positions)", fontsize="small")
-    fig.suptitle(f"{pair}, seed {seed}; line = mean norm per 1/{bins_per_decade} decade of draws (bins of "
-                 f"< {MIN_BIN_TOKENS} tokens merged within {MAX_SPAN}/{bins_per_decade} decade; numbers: tokens a "
-                 "bin), dashed = at step 0", fontsize="small")
+    fig.suptitle(f"{pair}, seed {seed}; line: mean norm per 1/{bins_per_decade} decade of draws, numbers: tokens a "
+                 f"bin\n(bins of < {MIN_BIN_TOKENS} tokens merged within {MAX_SPAN}/{bins_per_decade} decade); dashed: "
+                 "at step 0", fontsize="x-small")
     style.save(fig, path)
     return fig
