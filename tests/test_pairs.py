@@ -139,3 +139,19 @@ def test_the_survey_splits_gated_comparisons_without_a_token(config):
     assert pairs.survey_pairs(config, has_token=True) == (["hub", "gated"], [])
     row = pairs.survey_comparison(config, "hub")
     assert (row["tied"], row["family"], row["params_tied"]) == ("allenai/OLMo-1B-hf@abc", "OLMo", 1.2)
+
+
+def test_drawn_counts_are_kept_at_the_checkpoints_of_the_pairs_compared_at_that_step(config):
+    from tying.config import load
+    from tying.grid import merge
+
+    grid = load("configs/scaling.yaml")
+    merge(grid)
+    steps = {pairs.pair_step(grid, p) for p in grid["pairs"]}
+    assert steps == {300, 1500}
+    # a 300-step cell's counts are kept at its own checkpoints, not at the 1500-step cells' (750 is not one of
+    # them), so the cell run alone asks for the same counts
+    assert pairs.drawn_steps(grid, 300) == [0, 300]
+    alone = {**grid, "pairs": {"d48_l2_s300": grid["pairs"]["d48_l2_s300"]}}
+    assert pairs.drawn_steps(alone, 300) == pairs.drawn_steps(grid, 300)
+    assert pairs.drawn_steps(grid, 1500) == sorted({0, 1500, *grid["architectures"]["d96_l3_s1500"]["train"]["checkpoints"]})

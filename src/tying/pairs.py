@@ -230,11 +230,13 @@ def token_set_runs(config, pair, seed):
 
 
 def drawn_steps(config, steps):
-    """The steps a run shape of `steps` steps counts its drawn tokens at: `steps` and every trained pair's
-    checkpoints up to it (the claims over training's token sets)."""
+    """The steps a run shape of `steps` steps counts its drawn tokens at: `steps` and the checkpoints up to it
+    of every trained pair compared at `steps` (the claims over training's token sets). Pairs compared at
+    other steps do not enter, so a pair's counts are the same in any config that holds it (a scaling cell
+    run alone)."""
     at = {steps}
     for pair in config.get("pairs", {}):
-        if trained(config, pair):
+        if trained(config, pair) and pair_step(config, pair) == steps:
             at |= {s for s in pair_schedule(config, pair).checkpoints if s <= steps}
     return sorted(at)
 
