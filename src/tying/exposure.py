@@ -26,7 +26,6 @@ from tying.claims import ALL_TOKENS, CLAIMS, Statistic, calibrated_statistics, c
 from tying.frames import at_step, markdown, only, pick
 from tying.io import atomic_path
 
-TOKEN_CLAIMS = ("C1", "C2", "C4", "C7a", "C7b")
 VALUE_COLUMNS = ["pair", "claim", "seed", "token_id", "value", "chance"]
 TABLE_COLUMNS = ["pair", "claim", "stratum", "draws_low", "draws_high", "tokens", "ours", "interval", "chance",
                  "verdict", "paper", "left_out"]
@@ -126,11 +125,6 @@ def seed_statistics(values):
         chance = means["chance"] if means["chance"].notna().any() else None
         out[cid] = Statistic(means["value"], chance=chance)
     return out
-
-
-def comparable_statistics(values, comparable_draws):
-    """seed_statistics over the tokens drawn at least `comparable_draws` times (with_draws's values)."""
-    return seed_statistics(values[values["drawn"] >= comparable_draws])
 
 
 def comparable_rows(values, pairs, comparable_draws, mixture=None):
