@@ -107,9 +107,9 @@ def exposure_inputs(pairs, metrics=True):
     if not has_token_set(config, first):
         return inputs
     own = pair_claims_metrics(config, first)
-    for name, rule in (("evolution", rules.evolution), ("scaling", rules.scaling)):
+    for name, metric in (("evolution", rules.evolution), ("scaling", rules.scaling)):
         if name in own:
-            inputs[f"{name}_tokens"] = expand(rule.output.tokens, pair=first, seed=pair_seeds(config, first))
+            inputs[f"{name}_tokens"] = expand(metric.output.tokens, pair=first, seed=pair_seeds(config, first))
     return inputs
 
 
