@@ -44,7 +44,7 @@ from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.tokens import load_ids
 
-FIT_WINDOWS = 256  # windows (of the training tokens) whose states the least-squares start is fitted on
+FIT_WINDOWS = 256  # windows (of the training tokens) whose states' covariance the whitening comes from
 CHUNK_BYTES = {"cpu": 4 << 20, "cuda": 1 << 30}  # float32 logits formed at once, per device type
 CHECK_FRACTION = 0.75  # the lens job's own convergence check: held-out C3 at this fraction of the budget
 REFERENCE_FACTOR = 4  # the reference lens (lens_convergence) trains for this many times lens.steps
@@ -255,7 +255,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
 def whitened_lens(model, tokens, *, seq_len, batch_size, seed=0, windows=FIT_WINDOWS):
     """A zero WhitenedLens (the logit lens) whose whitening comes from the states of `windows` windows
     drawn from `tokens` (`_moments`); a ridge of 1e-6 of the mean variance keeps it finite."""
-    xx, _ = _moments(model, tokens, seq_len=seq_len, batch_size=batch_size, seed=seed, windows=windows)
+    xx = _moments(model, tokens, seq_len=seq_len, batch_size=batch_size, seed=seed, windows=windows)
     d, count = xx.shape[-1] - 1, xx[:, -1, -1]
     mean = xx[:, :d, d] / count[:, None]
     cov = xx[:, :d, :d] / count[:, None, None] - mean.unsqueeze(-1) * mean.unsqueeze(-2)
@@ -268,20 +268,18 @@ def whitened_lens(model, tokens, *, seq_len, batch_size, seed=0, windows=FIT_WIN
 
 @torch.no_grad()
 def _moments(model, tokens, *, seq_len, batch_size, seed, windows):
-    """Sums over `windows` windows of x x^T and x h_L^T, x = [h_l, 1] for each state l < L:
-    ((n, d + 1, d + 1), (n, d + 1, d)) float64; windows from a generator seeded with [seed, 1]."""
+    """Sums over `windows` windows of x x^T, x = [h_l, 1] for each state l < L: (n, d + 1, d + 1) float64;
+    windows from a generator seeded with [seed, 1]."""
     from tying.unembed import stacked_states
 
     rng, n, d = np.random.default_rng([seed, 1]), model.config.num_hidden_layers, model.config.hidden_size
     starts = rng.integers(0, len(tokens) - seq_len + 1, size=windows)
     xx = torch.zeros(n, d + 1, d + 1, dtype=torch.float64, device=model.device)
-    xy = torch.zeros(n, d + 1, d, dtype=torch.float64, device=model.device)
     for i in range(0, windows, batch_size):
         states = stacked_states(model, _windows(tokens, starts[i : i + batch_size], seq_len, model.device)).double()
         x = torch.cat([states[:n], torch.ones_like(states[:n, :, :1])], -1)  # (n, N, d + 1)
         xx += x.transpose(1, 2) @ x
-        xy += x.transpose(1, 2) @ states[n].expand(n, -1, -1)
-    return xx, xy
+    return xx
 
 
 RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "whiten")
