@@ -97,8 +97,9 @@ def binned_norms(frame, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKE
 
 
 def rise_fall(means):
-    """(rise, fall) of binned mean norms (n_bins,) or (n, n_bins) -> floats or (n,) arrays: how far the
+    """(rise, fall) of binned mean norms (n_bins,) -> floats, or of (n, n_bins) -> (n,) arrays: how far the
     peak lies above the lowest bin before and after it, relative to the peak; 0 at an end."""
+    one = np.ndim(means) == 1
     means = np.atleast_2d(means)
     peak = means.argmax(axis=1)
     top = means[np.arange(len(means)), peak]
@@ -107,7 +108,7 @@ def rise_fall(means):
     after = np.where(cols > peak[:, None], means, np.inf).min(axis=1)
     rise = np.where(peak > 0, (top - before) / top, 0.0)
     fall = np.where(peak < means.shape[1] - 1, (top - after) / top, 0.0)
-    return (float(rise[0]), float(fall[0])) if len(rise) == 1 else (rise, fall)
+    return (float(rise[0]), float(fall[0])) if one else (rise, fall)
 
 
 def shape_stats(frame, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKENS, by=FREQUENCY):
@@ -155,6 +156,6 @@ def shuffled_rise_fall(frame, shuffles, seed=0, bins_per_decade=BINS_PER_DECADE,
         bins = frequency_bins(rows[by].to_numpy(), bins_per_decade, min_tokens)
         norms, sizes = rows["norm"].to_numpy(), np.bincount(bins)
         means = np.stack([np.bincount(bins, weights=rng.permutation(norms)) / sizes for _ in range(shuffles)])
-        rise, fall = rise_fall(means) if shuffles > 1 else map(np.atleast_1d, rise_fall(means))
+        rise, fall = rise_fall(means)
         worst = np.minimum(worst, np.minimum(rise, fall))
     return worst

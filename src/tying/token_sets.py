@@ -49,11 +49,6 @@ def drawn_by_step(ids, vocab, seed, steps, batch_size, seq_len, at=None):
     return out
 
 
-def drawn_counts(ids, vocab, seed, steps, batch_size, seq_len):
-    """(vocab,) int64: how often each id sat at an input position of the batches of steps 1..steps."""
-    return drawn_by_step(ids, vocab, seed, steps, batch_size, seq_len)[steps]
-
-
 def drawn_frame(by_step, batch_size, seq_len):
     """Tidy drawn counts (step, token_id, drawn, positions) from drawn_by_step, ids never drawn left out;
     positions: the input positions trained on by the step (step x batch x length)."""
@@ -82,7 +77,7 @@ def drawn_at(frame, step, vocab):
 def token_set_frame(split_counts, drawn, min_count, positions=None):
     """The analysed tokens: drawn at least `min_count` times by every run of a pair.
 
-    split_counts: (V,) training-split occurrences; drawn: (V,) per run, its drawn_counts; positions:
+    split_counts: (V,) training-split occurrences; drawn: (V,) per run, its drawn_by_step count; positions:
     per run, the input positions it trained on. Returns columns token_id, count (training-split
     occurrences), drawn (the fewest over the runs), and with positions, per_million (drawn per
     million positions of the run with the fewest) and positions.
