@@ -43,7 +43,7 @@ def scaling_table(claims, cell_facts, seeds=None):
             table = table[table["pair"] == cell]
         if table.empty:
             raise PipelineError(f"scaling table: cell {cell}'s claims table has no rows (of pair {cell})")
-        table = table.assign(token_set=table["token_set"] if "token_set" in table.columns else ALL_TOKENS)
+        table = _with_token_set(table)
         rows = table[CARRIED].copy()
         rows["chance"] = _chance(table, None if seeds is None else seeds.get(cell))
         for column in COLUMNS[:7]:
@@ -78,7 +78,7 @@ def paired_trends(seeds, cell_facts):
     3 seeds. seeds: {cell: seed table (claim, seed, value, optional token_set)}."""
     rows = []
     for factor, low, high in neighbours(cell_facts):
-        a, b = (seeds[c].assign(token_set=seeds[c].get("token_set", ALL_TOKENS)) for c in (low, high))
+        a, b = (_with_token_set(seeds[c]) for c in (low, high))
         joined = a.merge(b, on=["claim", "token_set", "seed"], suffixes=("_from", "_to"))
         for (claim, token_set), group in joined.groupby(["claim", "token_set"], sort=False):
             diff = (group["value_to"] - group["value_from"]).dropna()
@@ -116,7 +116,12 @@ def _chance(table, seeds):
     text = pd.to_numeric(table["chance"].replace("", None), errors="coerce")
     if seeds is None:
         return text.to_numpy()
-    seeds = seeds.assign(token_set=seeds["token_set"] if "token_set" in seeds.columns else ALL_TOKENS)
+    seeds = _with_token_set(seeds)
     means = seeds.groupby(["claim", "token_set"])["chance"].apply(pd.Series.mean)  # Series.mean, as claims_table
     keys = pd.MultiIndex.from_arrays([table["claim"], table["token_set"]])
     return means.reindex(keys).to_numpy()
+
+
+def _with_token_set(frame):
+    """`frame` with a token_set column: its own, or "all analysed" for a table without comparable-token rows."""
+    return frame if "token_set" in frame.columns else frame.assign(token_set=ALL_TOKENS)

@@ -113,6 +113,12 @@ def exposure_inputs(pairs, metrics=True):
     return inputs
 
 
+def claims_exposure_inputs(pairs):
+    """A claims job's per-token inputs (its comparable-token rows): exposure_inputs of `pairs` without the
+    metrics the job reads anyway, keyed exposure_<name>, those with files only."""
+    return {f"exposure_{name}": files for name, files in exposure_inputs(pairs, metrics=False).items() if files}
+
+
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pairs, by claim_statistics argument name: the first pair's
     metrics (tying.pairs.claims_metrics); the alignment and KNN metrics of the others as further_*."""
@@ -120,8 +126,7 @@ def claims_inputs(wildcards):
     metrics, further_metrics = claims_metrics(config)
     inputs = pair_claims_inputs(pair, metrics)
     inputs |= {f"further_{name}": per_seed(getattr(rules, name), further) for name in further_metrics}
-    inputs |= {f"exposure_{name}": files for name, files in exposure_inputs(claims_pairs(config), metrics=False).items()
-               if files}
+    inputs |= claims_exposure_inputs(claims_pairs(config))
     if claims_sources(config):  # a released pair: the fetch records naming the commits measured
         inputs["sources"] = claims_sources(config)
     paper_scale = config["analysis"].get("paper_scale_claims")
@@ -132,7 +137,7 @@ def cell_claims_inputs(wildcards):
     """A scaling cell's claims inputs: its pair's every metric and per-token inputs; the lens only in the cells
     scaling.lens names."""
     inputs = pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell))
-    return inputs | {f"exposure_{name}": files for name, files in exposure_inputs([wildcards.cell], metrics=False).items()}
+    return inputs | claims_exposure_inputs([wildcards.cell])
 
 
 def lens_inputs(pair, role, seed):
