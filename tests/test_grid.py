@@ -34,19 +34,22 @@ def _config(**scaling):
 
 
 def test_cells_expand_sizes_by_steps_with_names_dims_schedules_and_entries():
-    cells = grid.cells(_config(exclude=["d192_l5_s1500"], lens=["d96_l3_s300"]))
+    cells = grid.cells(_config(exclude=["d192_l5_s1500"], lens=["d96_l3_s300", "d96_l3_s1500"],
+                               lens_reference=["d96_l3_s300"]))
     assert [c.name for c in cells] == ["d48_l2_s300", "d48_l2_s1500", "d96_l3_s300", "d96_l3_s1500", "d192_l5_s300"]
     default = cells[2]  # today's default model
     assert (default.heads, default.intermediate_size, default.tokens) == (4, 384, 300 * 16 * 64)
     assert cells[1].checkpoints == (0, 750, 1500)
-    assert [c.lens for c in cells] == [False, False, True, False, False]
+    assert [c.lens for c in cells] == [False, False, True, True, False]
+    assert [c.lens_reference for c in cells] == [False, False, True, False, False]
     entries = grid.config_entries(cells)
     assert entries["architectures"]["d192_l5_s300"] == {
         "family": "olmo", "hidden_size": 192, "layers": 5, "heads": 8, "intermediate_size": 768,
         "train": {"steps": 300, "checkpoints": [0, 150, 300]}}
     assert entries["pairs"]["d96_l3_s1500"] == {
         "tied": {"arch": "d96_l3_s1500", "variant": "tied"}, "untied": {"arch": "d96_l3_s1500", "variant": "untied"},
-        "scaled": ["tied_x5"], "seeds": [0, 1, 2], "lens": False}
+        "scaled": ["tied_x5"], "seeds": [0, 1, 2], "lens": True, "lens_reference": False}
+    assert [c.lens_reference for c in grid.cells(_config(lens=["d48_l2_s300"]))][:2] == [True, False]  # all: lens cells
 
 
 @pytest.mark.parametrize("tied", [True, False])
@@ -77,6 +80,8 @@ def test_embedding_share_falls_along_the_size_axis():
     ({"checkpoint_fractions": [0.5, 1]}, "from 0 to 1"),
     ({"exclude": ["d1_l1_s1"]}, "unknown cells"),
     ({"lens": "some"}, "list of cell names"),
+    ({"lens_reference": "some"}, "list of cell names"),
+    ({"lens": ["d48_l2_s300"], "lens_reference": ["d96_l3_s300"]}, r"\['d96_l3_s300'\] are not lens cells"),
     ({"scaled": ["untied"]}, "not tied"),
 ])
 def test_bad_grids_are_refused_in_one_line(scaling, message):

@@ -430,6 +430,14 @@ def test_an_uncertified_lens_gives_the_verdict_lens_not_converged(shifts, failed
     assert certified["verdict"] != NOT_CONVERGED
 
 
+def test_without_a_reference_lens_the_certificate_is_the_check_along_training_and_says_so():
+    metric, windows, _ = lens_frames()
+    row = c3_row(metric, windows, None)[1]
+    assert row["detail"].startswith("certified: along training") and "no 4x reference for this pair" in row["detail"]
+    metric, windows, _ = lens_frames(check_shift=0.02)
+    assert c3_row(metric, windows, None)[1]["verdict"] == NOT_CONVERGED
+
+
 def test_c3_without_window_frames_keeps_the_seed_interval():
     metric, _, _ = lens_frames()
     row = claims.claims_table(claims.claim_statistics(lens=metric)).set_index("claim").loc["C3"]

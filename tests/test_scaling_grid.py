@@ -44,7 +44,8 @@ def _plain(cell, of=GRID):
     config["architectures"] = {cell: {"family": "olmo", "hidden_size": c.hidden_size, "layers": c.layers,
                                       "heads": c.heads, "intermediate_size": c.intermediate_size}}
     config["pairs"] = {cell: {"tied": {"arch": cell, "variant": "tied"}, "untied": {"arch": cell, "variant": "untied"},
-                              "scaled": list(c.scaled), "seeds": list(c.seeds), "lens": c.lens}}
+                              "scaled": list(c.scaled), "seeds": list(c.seeds), "lens": c.lens,
+                              "lens_reference": c.lens_reference}}
     config["tables"] = {"claims": cell}
     return config
 
@@ -102,14 +103,17 @@ def test_a_malformed_grid_stops_with_one_line_before_the_cells_are_made(tmp_path
 
 
 # --- The DAG: each cell's runs on its own train rule, a claims job per cell, the aggregates ------------------
-def test_the_micro_grid_plans_a_claims_job_per_cell_with_the_lens_where_listed(tmp_path):
-    result = snakemake(tmp_path, "-n", config=GRID)
+def test_the_micro_grid_plans_a_claims_job_per_cell_with_the_lens_and_its_reference_where_listed(tmp_path):
+    result = snakemake(tmp_path, "-n", config=_grid(lens=["d16_l1_s4", "d24_l1_s4"], lens_reference=["d16_l1_s4"]))
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
     assert jobs["train_0_4"] == jobs["train_0_6"] == 2 * 9 and "train" not in jobs
     assert jobs["cell_claims"] == 4 and jobs["alignment"] == 4 * 3 and AGGREGATES <= set(jobs)
-    assert jobs["lens"] == 6 and jobs["lens_convergence"] == 2
-    assert set(re.findall(r"wildcards: pair=(\w+), role=\w+, seed=\d+", result.stdout)) == {"d16_l1_s4"}
+    assert jobs["lens"] == 2 * 6 and jobs["lens_convergence"] == 2
+    lens_jobs = re.findall(r"^rule (lens\w*):\n(?:    .*\n)*?    wildcards: pair=(\w+), role=\w+, seed=\d+",
+                           result.stdout, re.M)
+    assert {pair for rule, pair in lens_jobs if rule == "lens"} == {"d16_l1_s4", "d24_l1_s4"}
+    assert {pair for rule, pair in lens_jobs if rule == "lens_convergence"} == {"d16_l1_s4"}
 
 
 # --- The draft grids plan --------------------------------------------------------------------------
@@ -122,8 +126,9 @@ def test_the_cpu_grid_plans(tmp_path):
     result = snakemake(tmp_path, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
-    assert jobs["cell_claims"] == len(grid.cells(load("configs/scaling.yaml")))
-    assert jobs["lens"] == 6 and AGGREGATES <= set(jobs)
+    cells = grid.cells(load("configs/scaling.yaml"))
+    assert jobs["cell_claims"] == len(cells) and AGGREGATES <= set(jobs)
+    assert jobs["lens"] == 6 * len(cells) and jobs["lens_convergence"] == 2 * sum(c.lens_reference for c in cells) == 2
 
 
 def test_the_cluster_grid_plans_with_the_slurm_profile(tmp_path):

@@ -17,6 +17,7 @@ analysis, lens) is the config's own, shared by every cell:
       untied: untied
       scaled: [tied_x5]
       lens: all                   # cells that get the tuned lens (claim C3): all, or a list of cell names
+      lens_reference: all         # lens cells whose C3 certificate also trains the 4x reference lens
       exclude: []                 # cells of the sizes x steps product left out, by name
 
 A cell is one (size, steps) of the product, less `exclude`; its name is `d{hidden}_l{layers}_s{steps}`
@@ -70,6 +71,7 @@ class Cell:
     untied: str = "untied"
     scaled: tuple = ("tied_x5",)
     lens: bool = True
+    lens_reference: bool = True
 
     @property
     def name(self):
@@ -95,10 +97,11 @@ class Cell:
                 "train": {"steps": self.steps, "checkpoints": list(self.checkpoints)}}
 
     def pair(self):
-        """The cell's `pairs` entry: its tied and untied runs, the scaled variants, the seeds, the lens flag."""
+        """The cell's `pairs` entry: its tied and untied runs, the scaled variants, the seeds, the lens flags."""
         return {"tied": {"arch": self.name, "variant": self.tied},
                 "untied": {"arch": self.name, "variant": self.untied},
-                "scaled": list(self.scaled), "seeds": list(self.seeds), "lens": self.lens}
+                "scaled": list(self.scaled), "seeds": list(self.seeds), "lens": self.lens,
+                "lens_reference": self.lens_reference}
 
     def facts(self):
         """One row of `facts`: the cell's dims, schedule and parameter counts."""
@@ -146,14 +149,32 @@ def cells(config):
     if len(set(names)) < len(names):
         raise PipelineError("scaling.sizes: two sizes share a hidden size and layer count, so their cells' names "
                             f"collide ({sorted({n for n in names if names.count(n) > 1})})")
-    excluded, lens = set(grid.get("exclude", [])), grid.get("lens", "all")
-    if isinstance(lens, str) and lens != "all":
-        raise PipelineError(f"scaling.lens: {lens!r}; give all or a list of cell names")
-    for key, listed in (("exclude", excluded), ("lens", set() if lens == "all" else set(lens))):
-        unknown = sorted(listed - set(names))
+    excluded = set(grid.get("exclude", []))
+    listed = {key: _cell_list(grid, key) for key in ("lens", "lens_reference")}
+    for key, cell_names in (("exclude", excluded), *listed.items()):
+        unknown = sorted(set(cell_names or ()) - set(names))
         if unknown:
             raise PipelineError(f"scaling.{key}: unknown cells {unknown} (cells: {', '.join(names)})")
-    return [replace(c, lens=lens == "all" or c.name in lens) for c in out if c.name not in excluded]
+    lens, reference = listed["lens"], listed["lens_reference"]
+    stray = sorted((reference or set()) - (set(names) if lens is None else lens))
+    if stray:
+        raise PipelineError(f"scaling.lens_reference: {stray} are not lens cells (scaling.lens)")
+    return [replace(c, lens=_listed(lens, c.name), lens_reference=_listed(lens, c.name) and _listed(reference, c.name))
+            for c in out if c.name not in excluded]
+
+
+def _cell_list(grid, key):
+    """scaling.<key> as a set of cell names, None for all."""
+    value = grid.get(key, "all")
+    if isinstance(value, str):
+        if value != "all":
+            raise PipelineError(f"scaling.{key}: {value!r}; give all or a list of cell names")
+        return None
+    return set(value)
+
+
+def _listed(cell_names, name):
+    return cell_names is None or name in cell_names
 
 
 def facts(grid_cells):

@@ -49,7 +49,7 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
 
     end, check: C3 by seed from the lenses at the end of their `steps` and at `check_step`;
     half_width: C3's interval half-width (NaN: none, the reference's C3 is then not checked);
-    reference: None, or {"seed", "steps", "reference_steps", "change": {role: max |change| over states},
+    reference: None (the pair trains none: the along-training check alone), or {"seed", "steps", "reference_steps", "change": {role: max |change| over states},
     "gap": reference C3, "budget_gap": the budget's C3 on that seed}.
     """
     moved = (end - check).dropna()
@@ -57,7 +57,9 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
     parts = [f"along training ({check_step} -> {steps} steps), C3 change by seed "
              + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items()) + f" (limit {TOLERANCE})"]
     passed = along
-    if reference is not None:
+    if reference is None:
+        parts.append("no 4x reference for this pair (its lens_reference is false)")
+    else:
         states = all(v <= TOLERANCE for v in reference["change"].values())
         shift, limit = reference["gap"] - reference["budget_gap"], REFERENCE_SHARE * half_width
         gap_ok = math.isnan(limit) or abs(shift) <= limit

@@ -283,6 +283,12 @@ def claims_lens(config, pair):
     return config["pairs"][pair].get("lens", True)
 
 
+def claims_lens_reference(config, pair):
+    """True when C3's certificate trains the 4x reference lens on the pair's first seed (its `lens_reference`
+    flag, default true; only with the lens)."""
+    return claims_lens(config, pair) and config["pairs"][pair].get("lens_reference", True)
+
+
 def scaling_cells(config):
     """The names of the scaling grid's cells (tying.grid), each an architecture and pair of its own;
     [] without a scaling section."""

@@ -10,7 +10,7 @@ from tying.errors import PipelineError
 from tying.grid import cells, merge
 from tying.memory import request_mb
 from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
-                         claims_metrics, claims_pairs, claims_sources, control_dir, downstream_runs, drawn_steps,
+                         claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir, downstream_runs, drawn_steps,
                          early_steps, evolution_models, has_token_set, hub_dir, initial_models, lens_tokens_source,
                          mixture_pair, model_dims, model_dir, pair_claims_metrics, pair_models, pair_seeds,
                          pair_step, reference_name, released_pairs, scaled_models, scaled_variants, scaling_steps,
@@ -81,13 +81,14 @@ def metric_ids(w):
 
 def pair_claims_inputs(pair, metrics):
     """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (the pair's
-    `lens` flag) the lens metrics of both models, their per-window KL and the first seed's reference lens
-    checks (C3's interval and certificate)."""
+    `lens` flag) the lens metrics of both models and their per-window KL (C3's interval and certificate), and
+    (its `lens_reference` flag) the first seed's reference lens checks."""
     inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics}
     if claims_lens(config, pair):
-        inputs |= {"lens": lens_metrics(pair), "lens_windows": lens_metrics(pair, rules.lens.output.windows),
-                   "lens_convergence": expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
-                                              seed=pair_seeds(config, pair)[0])}
+        inputs |= {"lens": lens_metrics(pair), "lens_windows": lens_metrics(pair, rules.lens.output.windows)}
+    if claims_lens_reference(config, pair):
+        inputs["lens_convergence"] = expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
+                                            seed=pair_seeds(config, pair)[0])
     return inputs
 
 
