@@ -9,6 +9,7 @@ import yaml
 
 from snakerun import ROOT, planned_jobs, snakemake
 from tying import grid, pairs
+from tying.claims import ALL_TOKENS
 from tying.config import check, load, run_params
 from tying.errors import PipelineError
 
@@ -20,7 +21,7 @@ GRID = {**MICRO, "seeds": [0, 1, 2], "architectures": {"olmo": {"family": "olmo"
                                   "sizes": [{"hidden_size": 16, "layers": 1}, {"hidden_size": 24, "layers": 1}],
                                   "lens": ["d16_l1_s4"]}}
 CELLS = ["d16_l1_s4", "d16_l1_s6", "d24_l1_s4", "d24_l1_s6"]
-AGGREGATES = {"scaling_table", "scaling_figure", "all"}
+AGGREGATES = {"scaling_table", "scaling_figure", "scaling_exposure", "all"}
 
 
 def _grid(**scaling):
@@ -146,7 +147,9 @@ def test_the_cluster_grid_plans_with_the_slurm_profile(tmp_path):
 # One seed and no scaled variant keep it to 47 jobs (the claims' direction only, no verdicts: the wiring is under
 # test, not the statistics).
 BUILT_GRID = _grid(seeds=[0], scaled=[], lens=["d16_l1_s4"]) | {"seeds": [0]}
-AGGREGATE_OUTPUTS = {"results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf"}
+BUILT_GRID["analysis"] = {**BUILT_GRID["analysis"], "min_stratum_tokens": 1}  # the micro vocabulary's few tokens
+AGGREGATE_OUTPUTS = {"results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf",
+                     "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"}
 
 
 def _jobs(output):
@@ -169,6 +172,15 @@ def test_the_micro_grid_builds_every_cells_claims_and_the_aggregates(built_grid)
     for cell in CELLS:
         claims = set(pd.read_parquet(built_grid / f"results/scaling/{cell}/claims.parquet")["claim"])
         assert ("C3" in claims) == (cell == "d16_l1_s4") and "C7a" not in claims and {"C1", "C6b"} <= claims
+    # each cell's strata of draws; its all-token row is its claims table's value
+    exposure = pd.read_csv(built_grid / "results/tables/scaling_exposure.csv")
+    assert list(exposure["cell"].unique()) == CELLS and {"C1", "C2", "C4"} <= set(exposure["claim"])
+    for cell in CELLS:
+        claims = pd.read_parquet(built_grid / f"results/scaling/{cell}/claims.parquet")
+        pooled = claims[(claims["claim"] == "C1") & (claims["token_set"] == ALL_TOKENS)]["mean"].iloc[0]
+        rows = exposure[(exposure["cell"] == cell) & (exposure["claim"] == "C1")].set_index("stratum")
+        assert rows.loc[ALL_TOKENS, "mean"] == pytest.approx(pooled, rel=1e-6)  # float32 per-token cosines
+        assert len(rows) == 1 + len(MICRO["analysis"].get("exposure_edges", [1, 10, 100, 1000]))
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -189,15 +201,18 @@ def test_each_cells_claims_equal_the_same_cell_run_alone_as_a_plain_config(built
     pd.testing.assert_frame_equal(alone, in_grid, check_exact=True)
 
 
-@pytest.mark.parametrize("change,cells,rules", [
+@pytest.mark.parametrize("change,cells,rules,aggregates", [
     # one size's heads: both of that size's cells retrain (not their token sets: batches do not depend on the
     # dims), and nothing of the other size's
     (lambda s: s["sizes"][1].update(heads=2), {"d24_l1_s4", "d24_l1_s6"},
-     {"train_0_4", "train_0_6", "alignment", "knn", "evolution", "grad_flow", "norm_freq", "cell_claims"}),
+     {"train_0_4", "train_0_6", "alignment", "knn", "evolution", "grad_flow", "norm_freq", "cell_claims",
+      "cell_exposure"}, AGGREGATES),
     # one cell's lens: only that cell's lens jobs and claims table
-    (lambda s: s.update(lens=["d16_l1_s4", "d16_l1_s6"]), {"d16_l1_s6"}, {"lens", "lens_convergence", "cell_claims"}),
+    (lambda s: s.update(lens=["d16_l1_s4", "d16_l1_s6"]), {"d16_l1_s6"}, {"lens", "lens_convergence", "cell_claims"},
+     AGGREGATES - {"scaling_exposure"}),  # the strata need no lens
 ])
-def test_changing_one_cells_value_reruns_only_its_jobs_and_the_aggregates(built_grid, change, cells, rules):
+def test_changing_one_cells_value_reruns_only_its_jobs_and_the_aggregates(built_grid, change, cells, rules,
+                                                                          aggregates):
     changed = copy.deepcopy(BUILT_GRID)
     change(changed["scaling"])
     result = snakemake(built_grid, "-n", "all", config=changed)
@@ -205,5 +220,5 @@ def test_changing_one_cells_value_reruns_only_its_jobs_and_the_aggregates(built_
     planned = _jobs(result.stdout)
     named = {c for _, wildcards in planned for c in CELLS if f"={c}," in wildcards + ","}
     assert named == cells
-    assert {rule for rule, wildcards in planned if not wildcards} == {"scaling_table", "scaling_figure", "all"}
+    assert {rule for rule, wildcards in planned if not wildcards} == aggregates
     assert {rule for rule, wildcards in planned if wildcards} == rules

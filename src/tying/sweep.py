@@ -8,6 +8,9 @@ cell's seed table (claims.seed_table) is given, else the claims table's chance t
 A claims table with comparable-token rows (token_set "drawn >= N", tying.exposure) keeps them beside
 each all-token row, so a trend can be read on the same exposure in every cell.
 
+Exposure (`exposure_by_cell`): each cell's claims by exposure stratum (tying.exposure.exposure_table) in
+one table beside the cell's size and budget, so a trend can be read within one stratum of draws.
+
 Trends (`paired_trends`): cells that differ in one factor (the next token budget at one size, the next
 size at one budget) share their seeds' data order, so each claim's change from one cell to the other is
 taken per seed, cell minus cell, and its mean gets a Student-t 95% interval over the shared seeds.
@@ -17,12 +20,15 @@ import pandas as pd
 from tying.claims import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.frames import markdown
+from tying.grid import SHAPE_COLUMNS
 from tying.io import atomic_path
 from tying.stats import format_cell, mean_ci
 
 COLUMNS = ["cell", "hidden_size", "layers", "steps", "tokens", "params", "embedding_share", "claim", "token_set",
            "ours", "mean", "ci_low", "ci_high", "n_seeds", "verdict", "chance", "paper_value"]
 CARRIED = ["claim", "token_set", "mean", "ci_low", "ci_high", "n_seeds", "verdict", "paper_value"]
+EXPOSURE_COLUMNS = ["cell", "hidden_size", "layers", "steps", "claim", "stratum", "tokens", "ours", "interval",
+                    "chance", "verdict", "paper", "left_out"]
 TREND_COLUMNS = ["factor", "from_cell", "to_cell", "claim", "token_set", "change", "mean", "ci_low", "ci_high",
                  "n_seeds", "trend"]
 
@@ -92,6 +98,27 @@ def paired_trends(seeds, cell_facts):
     rank = {"claim": {c: i for i, c in enumerate(CLAIMS)}, "token_set": {ALL_TOKENS: 0}}
     return out.sort_values(["factor", "from_cell", "claim", "token_set"], kind="stable",
                            key=lambda c: c.map(rank[c.name]).fillna(1) if c.name in rank else c).reset_index(drop=True)
+
+
+def exposure_by_cell(tables, cell_facts):
+    """Every cell's claims by exposure ({cell: exposure_table frame}) as one frame: the cell's facts, then
+    its rows in their own order (claims, strata), cells in grid order."""
+    facts = cell_facts.set_index("cell")
+    missing = sorted(set(facts.index) - set(tables))
+    if missing:
+        raise PipelineError(f"scaling exposure table: no claims by exposure for cells {missing}")
+    frames = [tables[cell].drop(columns="pair").assign(cell=cell, **facts.loc[cell, SHAPE_COLUMNS[1:]])
+              for cell in facts.index]
+    out = pd.concat(frames, ignore_index=True)
+    return out[SHAPE_COLUMNS + [c for c in out.columns if c not in SHAPE_COLUMNS]]
+
+
+def write_exposure_by_cell(table, csv_path, md_path):
+    """results/tables/scaling_exposure.csv (every column) and .md (EXPOSURE_COLUMNS)."""
+    with atomic_path(csv_path) as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(md_path) as tmp:
+        tmp.write_text(markdown(table.fillna(""), [c for c in EXPOSURE_COLUMNS if c in table.columns]))
 
 
 def write_scaling(table, csv_path, md_path, trends=None, trends_csv=None):

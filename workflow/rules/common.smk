@@ -7,7 +7,7 @@ from snakemake.utils import min_version
 
 from tying.config import check, check_schema, run_params, typed_overrides
 from tying.errors import PipelineError
-from tying.grid import cells, merge
+from tying.grid import SHAPE_COLUMNS, cells, merge
 from tying.memory import request_mb
 from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                          claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir, downstream_runs, drawn_steps,
@@ -51,7 +51,8 @@ def all_targets():
     if "survey" in config:
         targets += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
     if CELLS:
-        targets += ["results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf"]
+        targets += ["results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf",
+                    "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"]
     return targets
 
 

@@ -199,3 +199,45 @@ rule claims_by_exposure:
         "../envs/tying.yaml"
     script:
         "../scripts/claims_by_exposure.py"
+
+
+# The claims by exposure of each scaling cell, then every cell's strata in one table: whether a trend across
+# cells is the claim's or the token mix's (a 1500-step run draws each token about five times as often).
+use rule claims_by_exposure as cell_exposure with:
+    input:
+        unpack(lambda w: exposure_inputs([w.cell])),
+    output:
+        csv="results/scaling/{cell}/claims_by_exposure.csv",
+        md="results/scaling/{cell}/claims_by_exposure.md",
+        figure="results/scaling/{cell}/claims_by_exposure.pdf",
+    params:
+        pairs=lambda w: [w.cell],
+        token_sets=lambda w: exposure_token_sets([w.cell]),
+        k=config["analysis"]["knn_k"],
+        scaled_variant=config["analysis"]["scaled_variant"],
+        edges=config["analysis"]["exposure_edges"],
+        min_tokens=config["analysis"]["min_stratum_tokens"],
+    log:
+        "logs/scaling/{cell}/claims_by_exposure.log",
+    benchmark:
+        "results/benchmarks/scaling/{cell}/claims_by_exposure.tsv"
+    wildcard_constraints:
+        cell="|".join(c.name for c in CELLS) or "no_cells",
+
+
+rule scaling_exposure:
+    input:
+        expand(rules.cell_exposure.output.csv, cell=[c.name for c in CELLS]),
+    output:
+        csv=report("results/tables/scaling_exposure.csv", caption="../report/table.rst", category="Tables"),
+        md="results/tables/scaling_exposure.md",
+    params:
+        facts=[{k: c.facts()[k] for k in SHAPE_COLUMNS} for c in CELLS],  # not the lens flags: strata need no lens
+    log:
+        "logs/tables/scaling_exposure.log",
+    benchmark:
+        "results/benchmarks/tables/scaling_exposure.tsv"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/scaling_exposure.py"
