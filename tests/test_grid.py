@@ -148,11 +148,13 @@ def test_scaling_table_needs_every_cells_claims():
 def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_order(tmp_path):
     facts = grid.facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     tables = {cell: pd.DataFrame({"pair": cell, "claim": ["C1", "C1"], "stratum": ["all analysed", "1-9"],
-                                  "mean": [0.1 * i, 0.2 * i]}) for i, cell in enumerate(facts["cell"])}
+                                  "tokens": ["900-910", "80"], "mean": [0.1 * i, 0.2 * i]})
+              for i, cell in enumerate(facts["cell"])}
     table = sweep.exposure_by_cell(dict(reversed(tables.items())), facts)
     assert list(table["cell"]) == [c for c in facts["cell"] for _ in range(2)]
-    assert list(table.columns[:6]) == ["cell", "hidden_size", "layers", "steps", "tokens", "claim"]
+    assert list(table.columns[:5]) == ["cell", "hidden_size", "layers", "steps", "claim"]
     assert table["mean"].tolist() == [m for t in tables.values() for m in t["mean"]]
+    assert table["tokens"].tolist() == ["900-910", "80"] * len(tables)  # the strata's tokens, not the cell's budget
     assert (table.set_index("cell")["steps"] == facts.set_index("cell")["steps"].reindex(table["cell"])).all()
     sweep.write_exposure_by_cell(table, tmp_path / "e.csv", tmp_path / "e.md")
     assert len(pd.read_csv(tmp_path / "e.csv")) == len(table) and "| stratum |" in (tmp_path / "e.md").read_text()

@@ -101,8 +101,9 @@ def paired_trends(seeds, cell_facts):
 
 
 def exposure_by_cell(tables, cell_facts):
-    """Every cell's claims by exposure ({cell: exposure_table frame}) as one frame: the cell's facts, then
-    its rows in their own order (claims, strata), cells in grid order."""
+    """Every cell's claims by exposure ({cell: exposure_table frame}) as one frame: the cell's size and steps
+    (SHAPE_COLUMNS), then its rows in their own order (claims, strata; `tokens` the stratum's), cells in grid
+    order."""
     facts = cell_facts.set_index("cell")
     missing = sorted(set(facts.index) - set(tables))
     if missing:
