@@ -162,12 +162,16 @@ def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_or
         sweep.exposure_by_cell({c: t for c, t in tables.items() if c != "d48_l2_s300"}, facts)
 
 
-def test_scaling_figure_writes_a_pdf(tmp_path):
+def test_scaling_figure_draws_all_tokens_solid_and_comparable_tokens_apart(tmp_path):
     _, _, table = _table()
+    comparable = table[table["claim"] == "C1"].assign(token_set="drawn >= 100", mean=lambda t: t["mean"] + 1)
     path = tmp_path / "scaling.pdf"
-    plot_scaling(table, path)
+    fig = plot_scaling(pd.concat([table, comparable], ignore_index=True), path)
     data = path.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 1000
+    c1 = table[(table["claim"] == "C1") & (table["steps"] == 300)].sort_values("params")["mean"].tolist()
+    lines = [(ln.get_linestyle(), list(ln.get_ydata())) for ln in fig.axes[0].get_lines() if len(ln.get_ydata()) == 3]
+    assert ("-", c1) in lines and ("-.", [m + 1 for m in c1]) in lines
 
 
 def test_paired_trends_difference_each_seed_between_neighbouring_cells():

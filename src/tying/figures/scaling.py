@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from tying.claims import CLAIMS
+from tying.claims import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.figures import style
 from tying.figures.claims_over_training import PANELS as TRAINING_PANELS
@@ -29,7 +29,9 @@ def plot_scaling(table, path):
     """One panel per claim of the scaling table (sweep.scaling_table rows): the mean against the tied
     model's parameters (log axis), one line per token budget (steps), the Student-t interval as a band,
     the chance level dotted in the budget's colour, the paper's value dashed black, the claim's threshold
-    thin black; each size's embedding share on the top axis. Writes a vector PDF; returns the figure."""
+    thin black; each size's embedding share on the top axis. Comparable-token rows (a token_set other than
+    all analysed tokens) are a dash-dot line of open markers in the budget's colour, without a band.
+    Writes a vector PDF; returns the figure."""
     if table.empty:
         raise PipelineError("no scaling rows to plot")
     claims = [c for c in CLAIMS if c in set(table["claim"])]
@@ -50,6 +52,10 @@ def plot_scaling(table, path):
     handles += [Patch(color="0.5", alpha=0.25), Line2D([], [], color="0.4", linestyle=":", marker=".", markersize=3),
                 Line2D([], [], color="black", linestyle="--", linewidth=0.8), Line2D([], [], color="black", linewidth=0.5)]
     labels += ["95% interval (Student-t, seeds)", "chance (rows permuted)", "paper", "threshold"]
+    subsets = sorted(set(table["token_set"]) - {ALL_TOKENS})
+    handles += [Line2D([], [], color="0.4", linestyle="-.", marker="o", markersize=3, markerfacecolor="white")
+                for _ in subsets]
+    labels += [f"tokens {name}" for name in subsets]
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), frameon=False,
                fontsize="x-small", handlelength=1.8, columnspacing=1.0)
     style.save(fig, path)
@@ -58,6 +64,12 @@ def plot_scaling(table, path):
 
 def _panel(ax, rows, claim, colours, first_row):
     budgets = list(colours)
+    for (steps, _), line in rows[rows["token_set"] != ALL_TOKENS].groupby(["steps", "token_set"]):
+        line = line.sort_values("params")
+        x = line["params"] * DODGE ** (budgets.index(steps) - (len(budgets) - 1) / 2)
+        ax.plot(x, line["mean"], color=colours[steps], linestyle="-.", marker="o", markersize=3,
+                markerfacecolor="white", linewidth=0.9)
+    rows = rows[rows["token_set"] == ALL_TOKENS]
     for steps, line in rows.groupby("steps"):
         line = line.sort_values("params")
         colour = colours[steps]
