@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from tying.errors import PipelineError
 
 FAMILY = "olmo"
-SHAPE_COLUMNS = ["cell", "hidden_size", "layers", "steps"]  # a cell's size and token budget
+SHAPE_COLUMNS = ["cell", "hidden_size", "layers", "steps"]  # a cell's size and steps
 FACT_COLUMNS = ["cell", "hidden_size", "layers", "heads", "intermediate_size", "steps", "tokens", "params",
                 "non_embedding_params", "embedding_params", "embedding_share", "params_untied",
                 "embedding_share_untied", "lens"]

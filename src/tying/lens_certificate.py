@@ -49,8 +49,9 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
 
     end, check: C3 by seed from the lenses at the end of their `steps` and at `check_step`;
     half_width: C3's interval half-width (NaN: none, the reference's C3 is then not checked);
-    reference: None (the pair trains none: the along-training check alone), or {"seed", "steps", "reference_steps", "change": {role: max |change| over states},
-    "gap": reference C3, "budget_gap": the budget's C3 on that seed}.
+    reference: None (the pair trains none: the along-training check alone), or {"seed", "steps",
+    "reference_steps", "change": {role: max |change| over states}, "gap": reference C3, "budget_gap": the
+    budget's C3 on that seed}.
     """
     moved = (end - check).dropna()
     along = bool((moved.abs() <= TOLERANCE).all())

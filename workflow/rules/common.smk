@@ -10,12 +10,13 @@ from tying.errors import PipelineError
 from tying.grid import SHAPE_COLUMNS, cells, merge
 from tying.memory import request_mb
 from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
-                         claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir, downstream_runs, drawn_steps,
-                         early_steps, evolution_models, has_token_set, hub_dir, initial_models, lens_tokens_source,
-                         mixture_pair, model_dims, model_dir, pair_claims_metrics, pair_models, pair_seeds,
-                         pair_step, reference_name, released_pairs, scaled_models, scaled_variants, scaling_steps,
-                         schedule, survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
-                         trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
+                         claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
+                         downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
+                         initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir, pair_claims_metrics,
+                         pair_models, pair_seeds, pair_step, reference_name, released_pairs, scaled_models,
+                         scaled_variants, scaling_steps, schedule, survey_comparison, survey_pairs, token_plan,
+                         token_set_runs, trained, trained_control_dir, trajectory_models, trajectory_points,
+                         trajectory_variants)
 from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
