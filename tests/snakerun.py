@@ -1,5 +1,6 @@
 """Run the workflow through snakemake in a directory, as the tests do."""
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,13 @@ def snakemake(workdir, *args, config=None, env=None):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2",
            *args, "--replace-workflow-config", "--configfile", str(workdir / "config.yaml")]
     return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+def copy_build(built, workdir):
+    """A built directory's copy in `workdir` (outputs, logs and snakemake's records with their times), so a
+    test can change it and snakemake still finds the copied jobs up to date."""
+    shutil.copytree(built, workdir, symlinks=True, dirs_exist_ok=True)
+    return workdir
 
 
 def planned_jobs(result):

@@ -2,7 +2,6 @@
 import importlib.util
 import json
 import math
-import os
 import sys
 
 import pandas as pd
@@ -131,47 +130,6 @@ def test_without_lm_eval_the_job_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "lm_eval", None)
     with pytest.raises(PipelineError, match=r"needs lm-eval, the `eval` extra: pip install .*\.\[eval\]"):
         lm_eval_scores(tmp_path, ["arc_easy"])
-
-
-MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
-def table7_run(tmp_path_factory):
-    """The micro config's Table 7 with WikiText-2 perplexity on a local text (and lm-eval on a local
-    task when it is installed), built through snakemake offline."""
-    workdir = tmp_path_factory.mktemp("downstream")
-    (workdir / "wiki.txt").write_text(" = Heading = \n\n" + "The cat sat on the mat . " * 40)
-    downstream = {"device": "cpu",
-                  "perplexity": {"label": "WikiText-2", "source": "local", "paths": [str(workdir / "wiki.txt")]}}
-    if HAS_LM_EVAL:
-        (workdir / "tasks").mkdir()
-        write_task(workdir / "tasks")
-        downstream["lm_eval"] = {"tasks": ["tiny_choice"], "batch_size": 4, "include_path": str(workdir / "tasks")}
-    config = {**MICRO, "figures": {}, "tables": {"table7": ["main"]}, "downstream": downstream}
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    result = snakemake(workdir, "results/tables/table7.md", config=config, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return workdir
-
-
-def test_micro_table7_shows_wikitext2_perplexity_beside_the_paper(table7_run):
-    table = pd.read_csv(table7_run / "results/tables/table7.csv").set_index("variant")
-    assert table.loc["tied", "WikiText-2 perplexity (paper)"] == 35.71
-    assert table.loc["tied_x5", "WikiText-2 perplexity (paper)"] == 36.64
-    frame = pd.read_parquet(table7_run / "results/metrics/perplexity/olmo/tied/seed0.parquet")
-    assert frame.columns.tolist() == ["arch", "variant", "seed", "step", "metric", "value"]
-    assert frame["step"].item() == 6 and frame["metric"].item() == "WikiText-2 perplexity"
-    assert 1 < table.loc["tied", "WikiText-2 perplexity_mean"] == pytest.approx(frame["value"].item())
-    assert "| WikiText-2 perplexity | WikiText-2 perplexity (paper) |" in (table7_run / "results/tables/table7.md").read_text()
-
-
-@needs_lm_eval
-def test_micro_table7_shows_the_lm_eval_accuracy_of_every_variant(table7_run):
-    table = pd.read_csv(table7_run / "results/tables/table7.csv").set_index("variant")
-    assert set(table.index) == {"tied", "untied", "tied_x5"}
-    assert table["tiny_choice acc_mean"].between(0, 1).all()
-    assert "tiny_choice acc" in (table7_run / "results/tables/table7.md").read_text()
 
 
 def test_paper_train_plans_wikitext2_and_lm_eval_for_every_variant_and_the_default_neither(tmp_path):

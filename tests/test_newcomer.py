@@ -11,7 +11,6 @@ import yaml
 
 from snakerun import ROOT, planned_jobs
 from tying.config import layered, load, merge
-from tying.pairs import pair_models
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
@@ -77,27 +76,6 @@ def test_the_scaling_config_plans_in_its_own_folder(tmp_path):
     result = run(tmp_path, "-n", "all", "--configfile", str(ROOT / "configs/scaling.yaml"))
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "runs/scaling/.snakemake").is_dir() and not (tmp_path / ".snakemake").exists()
-
-
-# --- Damage still gets one line ------------------------------------------------------------------------
-def test_a_truncated_checkpoint_read_by_a_sized_metric_is_one_line_naming_it_and_its_rebuild(tmp_path):
-    config = {**MICRO, "pairs": {"main": MICRO["pairs"]["main"]}, "figures": {}, "tables": {}}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    target = "results/metrics/alignment/main/seed0.parquet"
-    args = ("--replace-workflow-config", "--configfile", "config.yaml")
-    first = run(tmp_path, target, *args)
-    assert first.returncode == 0, first.stderr[-3000:]
-    weights = tmp_path / pair_models(config, "main", 0)["tied"] / "model.safetensors"
-    with open(weights, "r+b") as f:  # cut inside the header, which the memory request reads
-        f.truncate(8 + int.from_bytes(f.read(8), "little") // 2)
-    (tmp_path / target).unlink()
-    again = run(tmp_path, target, *args)
-    assert again.returncode != 0
-    assert "InputFunctionException" not in again.stderr and "request_mb" not in again.stderr
-    log = "".join(p.read_text() for p in (tmp_path / "logs/metrics/alignment").rglob("*.log"))
-    lines = [line for line in (again.stderr + log).splitlines() if "model.safetensors" in line and "--force" in line]
-    assert lines, again.stderr[-3000:]
-    assert "snakemake --force" in lines[0] and "Traceback" not in log
 
 
 # --- The repository is self-contained and its pages cover the config -------------------------------------

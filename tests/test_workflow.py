@@ -1,11 +1,16 @@
-"""The workflow end to end through snakemake, on a micro config in a temporary directory."""
+"""The workflow end to end through snakemake, on a micro config in a temporary directory. The tests that
+start from the micro build sit here, on copies of it, so the suite builds it once."""
+import os
 import re
 
+import pandas as pd
 import pytest
 import yaml
 
 import snakerun_in_process
-from snakerun import ROOT, planned_jobs, snakemake
+from snakerun import ROOT, copy_build, planned_jobs, snakemake
+from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
+from tying.pairs import pair_models
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 
@@ -124,3 +129,62 @@ def test_slurm_profile_dry_run_gives_every_job_its_declared_resources(tmp_path):
             assert resources["gpu"] == "0"
     train = next(body for rule, body in jobs if rule == "train")
     assert "mem_mb=4000" in train and "runtime=120" in train
+
+
+# --- Table 7 on the micro build's runs (tests/test_downstream.py has its parts) -----------------------------
+@pytest.fixture(scope="module")
+def table7_run(built, tmp_path_factory):
+    """The micro config's Table 7 with WikiText-2 perplexity on a local text (and lm-eval on a local
+    task when it is installed), built through snakemake offline on a copy of the micro build (its runs)."""
+    workdir = copy_build(built, tmp_path_factory.mktemp("downstream"))
+    (workdir / "wiki.txt").write_text(" = Heading = \n\n" + "The cat sat on the mat . " * 40)
+    downstream = {"device": "cpu",
+                  "perplexity": {"label": "WikiText-2", "source": "local", "paths": [str(workdir / "wiki.txt")]}}
+    if HAS_LM_EVAL:
+        (workdir / "tasks").mkdir()
+        write_task(workdir / "tasks")
+        downstream["lm_eval"] = {"tasks": ["tiny_choice"], "batch_size": 4, "include_path": str(workdir / "tasks")}
+    config = {**MICRO, "figures": {}, "tables": {"table7": ["main"]}, "downstream": downstream}
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    result = snakemake(workdir, "results/tables/table7.md", config=config, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_micro_table7_shows_wikitext2_perplexity_beside_the_paper(table7_run):
+    table = pd.read_csv(table7_run / "results/tables/table7.csv").set_index("variant")
+    assert table.loc["tied", "WikiText-2 perplexity (paper)"] == 35.71
+    assert table.loc["tied_x5", "WikiText-2 perplexity (paper)"] == 36.64
+    frame = pd.read_parquet(table7_run / "results/metrics/perplexity/olmo/tied/seed0.parquet")
+    assert frame.columns.tolist() == ["arch", "variant", "seed", "step", "metric", "value"]
+    assert frame["step"].item() == 6 and frame["metric"].item() == "WikiText-2 perplexity"
+    assert 1 < table.loc["tied", "WikiText-2 perplexity_mean"] == pytest.approx(frame["value"].item())
+    assert "| WikiText-2 perplexity | WikiText-2 perplexity (paper) |" in (table7_run / "results/tables/table7.md").read_text()
+
+
+@needs_lm_eval
+def test_micro_table7_shows_the_lm_eval_accuracy_of_every_variant(table7_run):
+    table = pd.read_csv(table7_run / "results/tables/table7.csv").set_index("variant")
+    assert set(table.index) == {"tied", "untied", "tied_x5"}
+    assert table["tiny_choice acc_mean"].between(0, 1).all()
+    assert "tiny_choice acc" in (table7_run / "results/tables/table7.md").read_text()
+
+
+# --- Damage still gets one line ------------------------------------------------------------------------
+def test_a_truncated_checkpoint_read_by_a_sized_metric_is_one_line_naming_it_and_its_rebuild(built, tmp_path):
+    copy_build(built, tmp_path)  # its checkpoints and metrics, built
+    config = {**MICRO, "pairs": {"main": MICRO["pairs"]["main"]}, "figures": {}, "tables": {}}
+    target = "results/metrics/alignment/main/seed0.parquet"
+    first = snakemake(tmp_path, target, config=config)
+    assert first.returncode == 0, first.stderr[-3000:]
+    weights = tmp_path / pair_models(config, "main", 0)["tied"] / "model.safetensors"
+    with open(weights, "r+b") as f:  # cut inside the header, which the memory request reads
+        f.truncate(8 + int.from_bytes(f.read(8), "little") // 2)
+    (tmp_path / target).unlink()
+    again = snakemake(tmp_path, target, config=config)
+    assert again.returncode != 0
+    assert "InputFunctionException" not in again.stderr and "request_mb" not in again.stderr
+    log = "".join(p.read_text() for p in (tmp_path / "logs/metrics/alignment").rglob("*.log"))
+    lines = [line for line in (again.stderr + log).splitlines() if "model.safetensors" in line and "--force" in line]
+    assert lines, again.stderr[-3000:]
+    assert "snakemake --force" in lines[0] and "Traceback" not in log
