@@ -12,6 +12,7 @@ from tying import grid, sweep
 from tying.claims import Statistic, claims_table, seed_table
 from tying.errors import PipelineError
 from tying.stats import mean_ci
+from tying.exposure import write_exposure_table
 from tying.figures.scaling import plot_scaling
 from tying.models import build_model, model_config
 
@@ -156,7 +157,7 @@ def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_or
     assert table["mean"].tolist() == [m for t in tables.values() for m in t["mean"]]
     assert table["tokens"].tolist() == ["900-910", "80"] * len(tables)  # the strata's tokens, not the cell's budget
     assert (table.set_index("cell")["steps"] == facts.set_index("cell")["steps"].reindex(table["cell"])).all()
-    sweep.write_exposure_by_cell(table, tmp_path / "e.csv", tmp_path / "e.md")
+    write_exposure_table(table, tmp_path / "e.csv", tmp_path / "e.md", sweep.EXPOSURE_COLUMNS)
     assert len(pd.read_csv(tmp_path / "e.csv")) == len(table) and "| stratum |" in (tmp_path / "e.md").read_text()
     with pytest.raises(PipelineError, match=r"no claims by exposure for cells \['d48_l2_s300'\]"):
         sweep.exposure_by_cell({c: t for c, t in tables.items() if c != "d48_l2_s300"}, facts)

@@ -199,9 +199,10 @@ def _range_text(counts):
     return f"{counts.min():,}" if counts.min() == counts.max() else f"{counts.min():,}-{counts.max():,}"
 
 
-def write_exposure_table(table, csv_path, md_path):
-    """results/tables/claims_by_exposure.{csv,md}: every column to CSV, the readable ones to Markdown."""
+def write_exposure_table(table, csv_path, md_path, columns=TABLE_COLUMNS):
+    """results/tables/claims_by_exposure.{csv,md} (or a scaling grid's scaling_exposure): every column to CSV,
+    `columns` (those present) to Markdown."""
     with atomic_path(csv_path) as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(md_path) as tmp:
-        tmp.write_text(markdown(table.fillna(""), [c for c in TABLE_COLUMNS if c in table.columns]))
+        tmp.write_text(markdown(table.fillna(""), [c for c in columns if c in table.columns]))

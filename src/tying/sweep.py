@@ -19,6 +19,7 @@ import pandas as pd
 
 from tying.claims import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
+from tying.exposure import TABLE_COLUMNS
 from tying.frames import markdown
 from tying.grid import SHAPE_COLUMNS
 from tying.io import atomic_path
@@ -27,8 +28,7 @@ from tying.stats import format_cell, mean_ci
 COLUMNS = ["cell", "hidden_size", "layers", "steps", "tokens", "params", "embedding_share", "claim", "token_set",
            "ours", "mean", "ci_low", "ci_high", "n_seeds", "verdict", "chance", "paper_value"]
 CARRIED = ["claim", "token_set", "mean", "ci_low", "ci_high", "n_seeds", "verdict", "paper_value"]
-EXPOSURE_COLUMNS = ["cell", "hidden_size", "layers", "steps", "claim", "stratum", "tokens", "ours", "interval",
-                    "chance", "verdict", "paper", "left_out"]
+EXPOSURE_COLUMNS = SHAPE_COLUMNS + [c for c in TABLE_COLUMNS if c not in ("pair", "draws_low", "draws_high")]
 TREND_COLUMNS = ["factor", "from_cell", "to_cell", "claim", "token_set", "change", "mean", "ci_low", "ci_high",
                  "n_seeds", "trend"]
 
@@ -112,14 +112,6 @@ def exposure_by_cell(tables, cell_facts):
               for cell in facts.index]
     out = pd.concat(frames, ignore_index=True)
     return out[SHAPE_COLUMNS + [c for c in out.columns if c not in SHAPE_COLUMNS]]
-
-
-def write_exposure_by_cell(table, csv_path, md_path):
-    """results/tables/scaling_exposure.csv (every column) and .md (EXPOSURE_COLUMNS)."""
-    with atomic_path(csv_path) as tmp:
-        table.to_csv(tmp, index=False)
-    with atomic_path(md_path) as tmp:
-        tmp.write_text(markdown(table.fillna(""), [c for c in EXPOSURE_COLUMNS if c in table.columns]))
 
 
 def write_scaling(table, csv_path, md_path, trends=None, trends_csv=None):
