@@ -2,14 +2,15 @@
 
 For each checkpoint (a trained run of a build) trains a reference lens at `--reference-steps` (default
 4x the config's lens.steps, the config's recipe) and a lens for each parametrisation (`--coordinates`:
-plain, tuned-lens's translators; whitened, the same trained in whitened coordinates, lens.whiten) and
+plain, tuned-lens's translators; whitened, the same trained in whitened coordinates, lens.whiten; fisher,
+whitened on the output side too, lens.fisher) and
 budget (`--budgets`), all with the same seed (the same windows in the same order), and scores every
 lens on all the build's validation windows. Prints per state the held-out KL of each lens, its change from the reference, the largest,
 and the CPU seconds of training and scoring it; with a tied and an untied run of one seed, also C3
 (tied minus untied mean KL over the early states) of each and its change from the reference's.
 The lens job's tolerance is 0.005 bits on every state (docs/statistics.md, C3).
 Usage: .venv/bin/python benchmarks/lens_convergence.py BUILD [--runs olmo/tied/seed0 olmo/untied/seed0]
-[--budgets 200 400 800] [--coordinates plain whitened] [--reference-steps N] [--threads 1]
+[--budgets 200 400 800] [--coordinates plain whitened fisher] [--reference-steps N] [--threads 1]
 BUILD: a directory where the default build (or its lens targets) ran, holding results/checkpoints
 and results/tokens; the recipe defaults to this checkout's config.yaml `lens:` section.
 """
@@ -28,12 +29,14 @@ from tying.unembed import frozen_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.005
+COORDINATES = {"plain": {"whiten": False, "fisher": False}, "whitened": {"whiten": True, "fisher": False},
+               "fisher": {"whiten": True, "fisher": True}}
 
 
-def timed_lens(model, train, val, cfg, steps, whiten):
-    """Train and score one lens: (tuned KL by state, CPU s)."""
+def timed_lens(model, train, val, cfg, steps, coordinates=None):
+    """Train and score one lens (the config's recipe, or in `coordinates`): (tuned KL by state, CPU s)."""
     cpu = time.process_time()
-    lens = train_lens(model, train, **{**recipe(cfg), "steps": steps, "whiten": whiten}, seed=0)
+    lens = train_lens(model, train, **{**recipe(cfg), "steps": steps, **COORDINATES.get(coordinates, {})}, seed=0)
     frame = evaluate_lens(model, lens, val, seq_len=cfg["seq_len"], batch_size=cfg["batch_size"])
     return frame[frame["lens"] == "tuned"].set_index("layer")["kl_bits"], time.process_time() - cpu
 
@@ -44,7 +47,7 @@ def main():
     parser.add_argument("--runs", nargs="+", default=["olmo/tied/seed0", "olmo/untied/seed0"],
                         help="arch/variant/seed of trained runs, read at the build's last training step")
     parser.add_argument("--budgets", nargs="+", type=int)
-    parser.add_argument("--coordinates", nargs="+", choices=["plain", "whitened"], default=["plain", "whitened"])
+    parser.add_argument("--coordinates", nargs="+", choices=list(COORDINATES), default=list(COORDINATES))
     parser.add_argument("--reference-steps", type=int)
     parser.add_argument("--threads", type=int, default=1, help="the lens rule's default")
     args = parser.parse_args()
@@ -61,12 +64,11 @@ def main():
     for run in args.runs:
         model = frozen_model(args.build / "results" / "checkpoints" / run / f"step{build['train']['steps']}")
         early = early_states(model.config.num_hidden_layers)
-        reference, ref_s = timed_lens(model, train, val, cfg, reference_steps, cfg.get("whiten", False))
+        reference, ref_s = timed_lens(model, train, val, cfg, reference_steps)
         table, costs = {"reference": reference}, {"reference": ref_s}
         for name in args.coordinates:
             for steps in budgets:
-                table[f"{name} {steps}"], costs[f"{name} {steps}"] = timed_lens(model, train, val, cfg, steps,
-                                                                                name == "whitened")
+                table[f"{name} {steps}"], costs[f"{name} {steps}"] = timed_lens(model, train, val, cfg, steps, name)
         table = pd.DataFrame(table)
         kl[run] = table
         change = table.drop(columns="reference").sub(table["reference"], axis=0)

@@ -17,8 +17,8 @@ from tying.errors import PipelineError
 from tying.figures.kl_by_layer import plot_kl_by_layer
 from tying.claims import early_layer_gap
 from tying.lens import (REFERENCE_FACTOR, TunedLens, WhitenedLens, backward_lens, backward_mean_kl, evaluate_lens,
-                        kl_bits, lens_job, load_lens, recipe, reference_check, save_lens, target_probabilities,
-                        token_kl, train_lens, window_kl)
+                        kl_bits, lens_job, load_lens, readout_fisher, recipe, reference_check, save_lens,
+                        target_probabilities, token_kl, train_lens, window_kl)
 from tying.lens_certificate import NOT_CONVERGED, TOLERANCE, seed_window_interval
 from tying.stats import mean_ci, token_bootstrap_ci
 from tying.unembed import Readout, frozen_model, readout, residual_states, stacked_states
@@ -178,18 +178,57 @@ def test_whitened_training_reaches_the_plain_recipes_optimum_on_a_tiny_model(tra
     plain translators (tuned-lens's parametrisation) trained for 4x as long."""
     (model, train, val), cfg = trained_tiny, tiny_recipe()
     score = lambda whiten, steps: evaluate_lens(
-        model, train_lens(model, train, **{**recipe(cfg), "whiten": whiten, "steps": steps}), val, seq_len=SEQ,
-        batch_size=8).query("lens == 'tuned'").set_index("layer")["kl_bits"]
+        model, train_lens(model, train, **{**recipe(cfg), "whiten": whiten, "fisher": False, "steps": steps}), val,
+        seq_len=SEQ, batch_size=8).query("lens == 'tuned'").set_index("layer")["kl_bits"]
     whitened, plain = score(True, cfg["steps"]), score(False, 4 * cfg["steps"])
     assert (whitened <= plain + TOLERANCE).all() and whitened.iloc[0] < plain.iloc[0]
 
 
-def test_whitened_lens_is_a_plain_lens_in_other_coordinates():
-    """A WhitenedLens translates as the TunedLens plain() returns; at zero it is the logit lens."""
+def test_fisher_whitened_training_reaches_the_input_whitened_optimum_on_a_tiny_model(trained_tiny):
+    """Whitening the output side too (lens.fisher) ends the default budget at or below, at every state, the
+    held-out KL of input whitening alone trained for 4x as long."""
+    (model, train, val), cfg = trained_tiny, tiny_recipe()
+    score = lambda fisher, steps: evaluate_lens(
+        model, train_lens(model, train, **{**recipe(cfg), "whiten": True, "fisher": fisher, "steps": steps}), val,
+        seq_len=SEQ, batch_size=8).query("lens == 'tuned'").set_index("layer")["kl_bits"]
+    both, inputs = score(True, cfg["steps"]), score(False, 4 * cfg["steps"])
+    assert (both <= inputs + TOLERANCE).all()
+
+
+def test_fisher_needs_input_whitening():
+    model = tiny_model("olmo")
+    with pytest.raises(PipelineError, match="lens.whiten"):
+        train_lens(model, markov_tokens(1_000, 1), seq_len=SEQ, steps=1, batch_size=4, lr=0.01, fisher=True)
+
+
+@pytest.mark.parametrize("family", ["olmo", "gpt_neox"])
+def test_readout_fisher_is_the_readouts_expected_curvature(family):
+    """readout_fisher's labels are drawn from the model's own distribution, so over many draws it approaches
+    the exact sum over tokens of J_l^T W^T (diag p - p p^T) W J_l, with J_l the final norm's Jacobian at
+    state l (computed token by token with torch.autograd.functional.jacobian)."""
+    model = tiny_model(family, initializer_range=0.3)
+    states = stacked_states(model, torch.randint(0, V, (1, 8)))  # (3, 8, D): 8 tokens
+    head, norm = model.get_output_embeddings().weight, Readout(model).norm
+    p = torch.softmax(readout(model, states[2]), -1)
+    exact = torch.zeros(2, D, D, dtype=torch.float64)
+    for token in range(states.shape[1]):
+        curvature = head.T @ (torch.diag(p[token]) - torch.outer(p[token], p[token])) @ head
+        for state in range(2):
+            jac = torch.autograd.functional.jacobian(norm, states[state, token])
+            exact[state] += (jac.T @ curvature @ jac).double()
+    draws = 4_000
+    sampled = readout_fisher(Readout(model), states.repeat(1, draws, 1), torch.Generator().manual_seed(0)) / draws
+    assert (torch.linalg.matrix_norm(sampled - exact) < 0.05 * torch.linalg.matrix_norm(exact)).all()  # ~1% here
+
+
+@pytest.mark.parametrize("output", [False, True], ids=["input side", "both sides"])
+def test_whitened_lens_is_a_plain_lens_in_other_coordinates(output):
+    """A WhitenedLens translates as the TunedLens plain() returns, with or without an output-side factor; at zero
+    it is the logit lens."""
     model, ids = tiny_model("olmo", initializer_range=0.3), torch.randint(0, V, (2, SEQ))
     states = stacked_states(model, ids)
     mean, whiten = torch.randn(2, D), torch.randn(2, D, D) / D
-    lens = WhitenedLens(mean, whiten)
+    lens = WhitenedLens(mean, whiten, torch.randn(2, D, D) / D if output else None)
     torch.testing.assert_close(lens.translate(states[:2]), states[:2])
     with torch.no_grad():
         lens.weight.normal_()

@@ -46,6 +46,8 @@ def test_changing_train_steps_reruns_training_and_nothing_upstream(built):
     ("model", "hidden_size", "wide", "model.hidden_size: 'wide' is not of type 'integer'"),
     ("train", "speed", 3, "train: Additional properties are not allowed ('speed' was unexpected)"),
     ("train", "checkpoints", [0, 99], "train.checkpoints: [99] exceed train.steps (6)"),
+    ("lens", "fisher", True, "lens.fisher: whitens the translators' output side on top of their input side; "
+                             "it needs lens.whiten: true"),
 ])
 def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, capfd, monkeypatch, section, key, value,
                                                           message):

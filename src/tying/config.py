@@ -51,6 +51,9 @@ def check(config, schema_path):
         if dims["hidden_size"] % dims["heads"]:
             raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
                                 f"of heads {dims['heads']}")
+    if config["lens"]["fisher"] and not config["lens"]["whiten"]:
+        raise PipelineError("lens.fisher: whitens the translators' output side on top of their input side; "
+                            "it needs lens.whiten: true")
     _check_pairs(config)
     _check_survey(config)
     unwritten = unwritten_trajectories(config)
