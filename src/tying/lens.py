@@ -25,8 +25,8 @@ whitens the output side too, as K-FAC's two factors do: translator l as h + P_l 
 + c_l), P_l the inverse square root of the readout's Fisher at state l (`readout_fisher`, damped), so
 directions the readout barely responds to are no longer learnt at the pace of those it amplifies
 (benchmarks/lens_convergence.py: input whitening alone lowers the held-out KL at every state in a
-fraction of the steps; with the output side, states past the embedding reach a lower KL at 400 steps
-than input whitening alone at 3,200). A closed-form least-squares start (each state's affine fit of the
+fraction of the steps; with the output side, states past the embedding reach a lower KL at 500 steps
+than input whitening alone at 2,000). A closed-form least-squares start (each state's affine fit of the
 final state) was tried and dropped: it reaches the embedding state's optimum far more slowly than zero.
 
 A step's cost is its readout, every state's logits over the full vocabulary. `backward_lens` forms
