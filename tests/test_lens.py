@@ -16,9 +16,9 @@ from tying import claims
 from tying.errors import PipelineError
 from tying.figures.kl_by_layer import plot_kl_by_layer
 from tying.claims import early_layer_gap
-from tying.lens import (REFERENCE_FACTOR, TunedLens, WhitenedLens, backward_lens, backward_mean_kl, evaluate_lens,
-                        kl_bits, lens_job, load_lens, readout_fisher, recipe, reference_check, save_lens,
-                        target_probabilities, token_kl, train_lens, window_kl)
+from tying.lens import (REFERENCE_FACTOR, TunedLens, WhitenedLens, backward_lens, backward_mean_kl, check_step,
+                        evaluate_lens, kl_bits, lens_job, lens_schedule, load_lens, readout_fisher, recipe,
+                        reference_check, save_lens, target_probabilities, token_kl, train_lens, window_kl)
 from tying.lens_certificate import NOT_CONVERGED, TOLERANCE, seed_window_interval
 from tying.stats import mean_ci, token_bootstrap_ci
 from tying.unembed import Readout, frozen_model, readout, residual_states, stacked_states
@@ -135,6 +135,19 @@ def test_first_step_is_nesterov_sgd_on_the_clipped_global_gradient():
     assert adam.bias.abs().max().item() == pytest.approx(1e-3, rel=1e-3)  # Adam's first step: lr * sign(g)
     with pytest.raises(PipelineError, match="optimizer"):
         train_lens(model, tokens, seq_len=SEQ, steps=1, batch_size=4, lr=1.0, optimizer="lion")
+
+
+def test_schedule_anneals_to_zero_at_the_check_then_restarts_at_a_quarter_of_the_peak():
+    """The learning rate each of 8 steps uses: linear towards 0 over the first 6 (after step 6 the lens job
+    keeps its check copy, an annealed lens), then a quarter of the peak, towards 0 over the last 2."""
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule, used = torch.optim.lr_scheduler.LambdaLR(opt, lens_schedule(8)), []
+    for _ in range(8):
+        used.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert check_step(8) == 6
+    assert used == pytest.approx([1, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6, 0.25, 0.125])
 
 
 def tiny_recipe():
