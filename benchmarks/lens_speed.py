@@ -3,7 +3,8 @@
 Step (the default): trains the config's lens (its recipe: optimizer, lr, init, batch 8 x 64 tokens)
 on a default-shape model (OLMo, hidden 96, 3 layers, vocab 4096), and times each step against the
 GEMMs it cannot avoid: the seven (512 x 96) x (96 x 4096) readout products (the logits of the L + 1 = 4
-states, forward, and of the L = 3 translated ones, backward), timed right after every step in the
+states, forward, and of the L = 3 translated ones, backward), in the dtype the recipe's train_dtype
+resolves to here (tying.unembed.product_dtype), timed right after every step in the
 same process (an optimizer step hook), so a shared machine's load slows both alike. Prints the
 median step, the bound at the measured GEMM rate, their ratio, and the model's own forward (its
 states, which the seven products leave out), with the 1-thread fp32 GEMM peak (2048^3) beside them.
@@ -93,7 +94,7 @@ def step_benchmark(args, code):
 
     from tying.lens import recipe, train_lens
     from tying.runtime import configure
-    from tying.unembed import frozen_model
+    from tying.unembed import frozen_model, product_dtype
 
     configure(args.threads)
     cfg = yaml.safe_load((code / "config.yaml").read_text())["lens"]
@@ -108,9 +109,10 @@ def step_benchmark(args, code):
         path = synthetic_model(train)
     model = frozen_model(path)
     n_tokens, d = cfg["batch_size"] * cfg["seq_len"], model.config.hidden_size
-    weight = model.get_output_embeddings().weight.detach()
+    dtype = product_dtype(recipe(cfg)["train_dtype"], "cpu")
+    weight = model.get_output_embeddings().weight.detach().to(dtype)
     n_blocks = model.config.num_hidden_layers
-    z, g = torch.randn(n_tokens, d), torch.randn(n_tokens, len(weight))
+    z, g = torch.randn(n_tokens, d, dtype=dtype), torch.randn(n_tokens, len(weight), dtype=dtype)
     ids = torch.from_numpy(np.asarray(train[: n_tokens], dtype=np.int64)).reshape(cfg["batch_size"], -1)
     records, clock = [], {"resume": time.process_time()}
 
@@ -135,7 +137,8 @@ def step_benchmark(args, code):
           f"model {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     print(f"  lens step            {step * 1e3:7.1f} ms (median of {len(records) - len(records) // 5} steps)")
     print(f"  seven-product bound  {bound * 1e3:7.1f} ms ({n_blocks + 1} x {forward * 1e3:.2f} forward + {n_blocks} x "
-          f"{back * 1e3:.2f} back, at {flops / forward / 1e9:.0f} / {flops / back / 1e9:.0f} GFLOP/s)")
+          f"{back * 1e3:.2f} back, {str(dtype).removeprefix('torch.')}, at {flops / forward / 1e9:.0f} / "
+          f"{flops / back / 1e9:.0f} GFLOP/s)")
     print(f"  ratio                {step / bound:7.2f}")
     print(f"  model forward        {states * 1e3:7.1f} ms (its states; outside the bound): step / (bound + forward) "
           f"{step / (bound + states):.2f}")

@@ -21,7 +21,7 @@ from tying.lens import (REFERENCE_FACTOR, TunedLens, WhitenedLens, backward_lens
                         reference_check, save_lens, target_probabilities, token_kl, train_lens, window_kl)
 from tying.lens_certificate import NOT_CONVERGED, TOLERANCE, seed_window_interval
 from tying.stats import mean_ci, token_bootstrap_ci
-from tying.unembed import Readout, frozen_model, readout, residual_states, stacked_states
+from tying.unembed import Readout, frozen_model, product_dtype, readout, residual_states, stacked_states
 
 ROOT = Path(__file__).resolve().parents[1]
 V, D, SEQ = 64, 32, 16
@@ -275,6 +275,36 @@ def test_hand_written_readout_backward_equals_autograd(family):
         backward_lens(lens, Readout(model), stacked, chunk_bytes=chunk)
         torch.testing.assert_close(lens.weight.grad, expected[0])
         torch.testing.assert_close(lens.bias.grad, expected[1])
+
+
+def test_bfloat16_readout_products_give_the_float32_gradient_to_bfloat16_precision():
+    """lens.train_dtype bfloat16: the step's two readout products run on a bfloat16 copy of the unembedding
+    (the model's own weight untouched) and the translators' gradient stays within bfloat16's rounding of the
+    float32 one."""
+    model = tiny_model("olmo", initializer_range=0.3)
+    lens = TunedLens(2, D)
+    with torch.no_grad():
+        lens.weight.normal_(0, 0.1)
+        lens.bias.normal_(0, 0.5)
+    stacked = stacked_states(model, torch.randint(0, V, (3, SEQ)))
+    grads = {}
+    for dtype in (None, torch.bfloat16):
+        lens.zero_grad()
+        readout = Readout(model, dtype)
+        backward_lens(lens, readout, stacked)
+        grads[dtype] = (readout.weight.dtype, lens.weight.grad.clone(), lens.bias.grad.clone())
+    assert grads[torch.bfloat16][0] == torch.bfloat16 and model.get_output_embeddings().weight.dtype == torch.float32
+    for exact, rounded in zip(grads[None][1:], grads[torch.bfloat16][1:]):
+        assert not torch.equal(exact, rounded)
+        torch.testing.assert_close(rounded, exact, rtol=0.02, atol=0.02 * exact.abs().max().item())
+
+
+@pytest.mark.parametrize("native", [(False, False), (True, False), (False, True)])
+def test_auto_train_dtype_is_bfloat16_only_where_the_cpu_has_bfloat16_products(monkeypatch, native):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native[0])
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: native[1])
+    assert product_dtype("auto", "cpu") == (torch.bfloat16 if any(native) else torch.float32)
+    assert product_dtype("float32", "cpu") == torch.float32 and product_dtype("bfloat16", "cpu") == torch.bfloat16
 
 
 def test_chunked_kl_equals_the_per_state_kl():

@@ -18,7 +18,8 @@ linear decay reaches 0 at CHECK_FRACTION of the steps, so the lens there, which 
 convergence check compares the end with, is annealed; the rest restarts at RESTART of the peak and
 decays to 0 again), the windows (drawn at random from a flat token array rather than a shuffled
 chunked dataset), the precision (float32
-translators and loss here; tuned-lens runs the translators under bfloat16 autocast) and, with
+translators, softmax and loss here, and float32 scoring; tuned-lens runs the translators under bfloat16
+autocast; `train_dtype` runs a training step's readout products in bfloat16 or float32) and, with
 `whiten=True`, the coordinates the optimiser works in: translator l as h + C_l S_l (h - mu_l) + c_l,
 S_l the inverse square root of state l's covariance (from one pass over FIT_WINDOWS windows). The
 start is still zero (the logit lens); Adam's per-parameter steps no longer fight the states'
@@ -229,7 +230,8 @@ def lens_optimizer(params, *, optimizer, lr, momentum, weight_decay):
 
 
 def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd", momentum=0.9, weight_decay=1e-3,
-               grad_clip=1.0, seed=0, whiten=False, fisher=False, on_step=None, chunk_bytes=None):
+               grad_clip=1.0, seed=0, whiten=False, fisher=False, train_dtype="float32", on_step=None,
+               chunk_bytes=None):
     """Fit a tuned lens to a frozen causal LM on windows drawn at random from `tokens`.
 
     tokens: flat token ids (np.ndarray or memmap); each step reads batch_size windows of
@@ -239,10 +241,11 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
     (`WhitenedLens`, its whitening from FIT_WINDOWS windows of a generator of its own, so the training
     windows do not depend on it): the same start (zero, the logit lens), a better conditioned path, the
     weight decay on the whitened weights; with `fisher`, the output side whitened too (`readout_fisher`).
-    on_step(step, lens), when given, is called after each step 1..steps. Returns the lens on the model's
+    train_dtype: the dtype of the steps' readout products (`tying.unembed.product_dtype`: float32, bfloat16
+    or auto); their softmax, the loss and the translators stay float32. on_step(step, lens), when given, is called after each step 1..steps. Returns the lens on the model's
     device, in eval mode.
     """
-    from tying.unembed import Readout, stacked_states  # here: importing tying.lens stays free of transformers
+    from tying.unembed import Readout, product_dtype, stacked_states  # here: tying.lens imports no transformers
     _check_tokens(model, tokens, seq_len)
     if whiten:
         lens = whitened_lens(model, tokens, seq_len=seq_len, batch_size=batch_size, seed=seed, fisher=fisher)
@@ -252,7 +255,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
         lens = TunedLens(model.config.num_hidden_layers, model.config.hidden_size).to(model.device)
     opt = lens_optimizer(lens.parameters(), optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lens_schedule(steps))
-    rng, readout = np.random.default_rng(seed), Readout(model)
+    rng, readout = np.random.default_rng(seed), Readout(model, product_dtype(train_dtype, model.device))
     for step in range(1, steps + 1):
         starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
         states = stacked_states(model, _windows(tokens, starts, seq_len, model.device))
@@ -353,13 +356,15 @@ def _moments(model, tokens, *, seq_len, batch_size, seed, windows, fisher=False)
     return xx, fish
 
 
-RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "whiten", "fisher")
+RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "whiten", "fisher", "train_dtype")
 
 
 def recipe(cfg):
     """train_lens's keyword arguments from a config's `lens:` section (steps, batch_size, seq_len, RECIPE;
-    a section without `whiten` or `fisher` trains the plain translators)."""
-    return {key: cfg.get(key, False) if key in ("whiten", "fisher") else cfg[key]
+    a section without `whiten`, `fisher` or `train_dtype`, an older one, trains the plain translators in
+    float32)."""
+    older = {"whiten": False, "fisher": False, "train_dtype": "float32"}
+    return {key: cfg.get(key, older[key]) if key in older else cfg[key]
             for key in ("steps", "batch_size", "seq_len", *RECIPE)}
 
 

@@ -59,6 +59,17 @@ def lens_placement(device, dtype):
     return resolved, dtype
 
 
+def product_dtype(name, device):
+    """The dtype the lens's training products run in, for the config's `lens.train_dtype` on `device`:
+    "auto" is bfloat16 where products in it are native (CUDA; a CPU with AVX512-BF16 or AMX), else float32
+    (a CPU without them emulates bfloat16, slower than float32)."""
+    if name != "auto":
+        return DTYPES[name]
+    native = torch.device(device).type == "cuda" or torch.cpu._is_avx512_bf16_supported() \
+        or torch.cpu._is_amx_tile_supported()
+    return torch.bfloat16 if native else torch.float32
+
+
 def final_norm(model):
     """The norm applied to the last residual state before the unembedding."""
     kind = model.config.model_type
@@ -99,15 +110,18 @@ def stacked_states(model, input_ids):
 class Readout:
     """The frozen readout of a model as the lens's fast path uses it: the final norm (applied with
     autograd, so gradients reach the translators) and the unembedding's weight (V, d) and bias (V or
-    None), used directly in products over many states' rows at once."""
+    None), used directly in products over many states' rows at once; with `dtype`, those products run
+    in it (a copy of the weight and bias in that dtype)."""
 
-    def __init__(self, model):
+    def __init__(self, model, dtype=None):
         head = model.get_output_embeddings()
         self.norm, self.weight, self.bias = final_norm(model), head.weight, head.bias
+        if dtype is not None:
+            self.weight, self.bias = (None if t is None else t.to(dtype) for t in (self.weight, self.bias))
 
     def logits(self, z):
         """Logits of normed states: (..., d) -> (..., V), in float32 (a float32 model's: no copy)."""
-        return torch.nn.functional.linear(z, self.weight, self.bias).float()
+        return torch.nn.functional.linear(z.to(self.weight.dtype), self.weight, self.bias).float()
 
     def state_gradient(self, grad_logits):
         """dL/dz from dL/d(logits): (..., V) -> (..., d), in the model's dtype (one 2-D product: a batched
