@@ -326,12 +326,14 @@ def test_chunked_kl_equals_the_per_state_kl():
     assert none is None
 
 
-def test_lens_job_scores_every_validation_window_and_keeps_its_check():
+def test_lens_job_scores_every_validation_window_and_keeps_its_check(capsys):
     """The lens job scores all the consecutive windows of the validation tokens (not the first few batches),
-    keeps each window's KL, and the copy at 3/4 of its steps for C3's early states."""
-    cfg, model = {**tiny_recipe(), "steps": 8}, tiny_model("olmo", initializer_range=0.3)
+    keeps each window's KL, and the copy at 3/4 of its steps for C3's early states; its log names the
+    precision of its training products."""
+    cfg, model = {**tiny_recipe(), "steps": 8, "train_dtype": "bfloat16"}, tiny_model("olmo", initializer_range=0.3)
     val = markov_tokens(50 * SEQ + 7, 2)  # 50 windows and a short tail, which is not a window
     lens, frame, windows = lens_job(model, markov_tokens(4_000, 1), val, cfg, seed=0)
+    assert "lens: 8 steps, their readout products in bfloat16" in capsys.readouterr().err
     assert sorted(windows["window"].unique()) == list(range(50))
     assert (frame["n_windows"] == 50).all()
     assert windows["check_step"].iloc[0] == 6 and windows["steps"].iloc[0] == 8

@@ -124,7 +124,7 @@ class Readout:
         return torch.nn.functional.linear(z.to(self.weight.dtype), self.weight, self.bias).float()
 
     def state_gradient(self, grad_logits):
-        """dL/dz from dL/d(logits): (..., V) -> (..., d), in the model's dtype (one 2-D product: a batched
+        """dL/dz from dL/d(logits): (..., V) -> (..., d), in the products' dtype (one 2-D product: a batched
         one runs slower on the CPU)."""
         grad = grad_logits.to(self.weight.dtype)
         return (grad.reshape(-1, grad.shape[-1]) @ self.weight).reshape(*grad.shape[:-1], -1)
