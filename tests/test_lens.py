@@ -253,15 +253,21 @@ def test_whitened_lens_is_a_plain_lens_in_other_coordinates(output):
     torch.testing.assert_close(lens.translate(states[1:2], [1]), plain.translate(states[1:2], [1]))
 
 
+def perturbed_lens():
+    """A two-state TunedLens away from the identity (weights N(0, 0.1), biases N(0, 0.5))."""
+    lens = TunedLens(2, D)
+    with torch.no_grad():
+        lens.weight.normal_(0, 0.1)
+        lens.bias.normal_(0, 0.5)
+    return lens
+
+
 @pytest.mark.parametrize("family", ["olmo", "gpt_neox", "gpt2"])
 def test_hand_written_readout_backward_equals_autograd(family):
     """backward_lens (all states' logits in chunks, softmax - p in place, the unembedding's backward by hand)
     leaves the translators the gradient autograd gives the summed per-state mean KL in nats."""
     model = tiny_model(family, initializer_range=0.3)
-    lens = TunedLens(2, D)
-    with torch.no_grad():
-        lens.weight.normal_(0, 0.1)
-        lens.bias.normal_(0, 0.5)
+    lens = perturbed_lens()
     ids = torch.randint(0, V, (3, SEQ))
     states, logits = residual_states(model, ids)
     log_p = logits.log_softmax(-1)
@@ -282,10 +288,7 @@ def test_bfloat16_readout_products_give_the_float32_gradient_to_bfloat16_precisi
     (the model's own weight untouched) and the translators' gradient stays within bfloat16's rounding of the
     float32 one."""
     model = tiny_model("olmo", initializer_range=0.3)
-    lens = TunedLens(2, D)
-    with torch.no_grad():
-        lens.weight.normal_(0, 0.1)
-        lens.bias.normal_(0, 0.5)
+    lens = perturbed_lens()
     stacked = stacked_states(model, torch.randint(0, V, (3, SEQ)))
     grads = {}
     for dtype in (None, torch.bfloat16):

@@ -243,7 +243,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
     windows do not depend on it): the same start (zero, the logit lens), a better conditioned path, the
     weight decay on the whitened weights; with `fisher`, the output side whitened too (`readout_fisher`).
     train_dtype: the dtype of the steps' readout products (`tying.unembed.product_dtype`: float32, bfloat16
-    or auto); their softmax, the loss and the translators stay float32. on_step(step, lens), when given, is
+    or auto; the job's log names it); their softmax, the loss and the translators stay float32. on_step(step, lens), when given, is
     called after each step 1..steps. Returns the lens on the model's device, in eval mode.
     """
     from tying.unembed import Readout, product_dtype, stacked_states  # here: tying.lens imports no transformers
@@ -257,6 +257,8 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
     opt = lens_optimizer(lens.parameters(), optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lens_schedule(steps))
     rng, readout = np.random.default_rng(seed), Readout(model, product_dtype(train_dtype, model.device))
+    print(f"lens: {steps} steps, their readout products in {str(readout.weight.dtype).removeprefix('torch.')}",
+          file=sys.stderr, flush=True)
     for step in range(1, steps + 1):
         starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
         states = stacked_states(model, _windows(tokens, starts, seq_len, model.device))
@@ -387,12 +389,7 @@ def lens_job(model, train, val, cfg, *, seed):
     Returns (lens, `evaluate_lens` frame, windows frame: window, layer, kl_bits of the tuned lens at
     the end and kl_check_bits at the check (NaN past the early states), check_step, steps).
     """
-    from tying.unembed import product_dtype
-
     steps = cfg["steps"]
-    dtype = product_dtype(recipe(cfg)["train_dtype"], model.device)
-    print(f"lens: {steps} steps, their readout products in {str(dtype).removeprefix('torch.')}", file=sys.stderr,
-          flush=True)
     check_at, kept = check_step(steps), {}
     keep = lambda step, lens: kept.setdefault("lens", _copy(lens)) if step == check_at else None
     lens = train_lens(model, train, **recipe(cfg), seed=seed, on_step=keep)
