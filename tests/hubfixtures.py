@@ -32,7 +32,7 @@ from transformers import (
     Qwen3ForCausalLM,
 )
 
-from tying.embeddings import LAYOUTS
+from tying.layouts import LAYOUTS
 
 VOCAB = 64
 SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}

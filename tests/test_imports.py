@@ -37,12 +37,13 @@ HEAVY = ("torch", "scipy", "transformers", "matplotlib", "seaborn", "sklearn", "
 
 
 def test_building_the_dag_imports_nothing_heavier_than_the_config_s_modules(tmp_path):
-    """A no-op pays for every import the Snakefile makes: planning the micro config's whole DAG imports none of
-    the compute stack (what snakemake itself imports, pandas among it, is the baseline)."""
+    """A no-op pays for every import the Snakefile makes: planning the micro config's whole DAG, each job's
+    resources evaluated as a dry run prints them, imports none of the compute stack (what snakemake itself
+    imports, pandas among it, is the baseline)."""
     (tmp_path / "config.yaml").write_text((ROOT / "tests" / "micro.yaml").read_text())
     code = ("import json, sys; from snakemake.cli import main; before = set(sys.modules)\n"
             "try:\n"
-            f"    main(['-s', {str(ROOT / 'Snakefile')!r}, '-d', {str(tmp_path)!r}, '--cores', '2', '-n', '--quiet',\n"
+            f"    main(['-s', {str(ROOT / 'Snakefile')!r}, '-d', {str(tmp_path)!r}, '--cores', '2', '-n',\n"
             f"          '--replace-workflow-config', '--configfile', {str(tmp_path / 'config.yaml')!r}])\n"
             "except SystemExit as exit:\n"
             "    assert not exit.code, exit.code\n"

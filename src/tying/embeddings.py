@@ -15,13 +15,8 @@ from tokenizers import Tokenizer
 
 from tying.checkpoint_files import verify
 from tying.errors import PipelineError
+from tying.layouts import LAYOUTS
 
-# (input embedding, output projection) tensor names of each checkpoint layout.
-LAYOUTS = (
-    ("model.embed_tokens.weight", "lm_head.weight"),  # OLMo, Llama, Qwen
-    ("gpt_neox.embed_in.weight", "embed_out.weight"),  # GPT-NeoX, Pythia
-    ("transformer.wte.weight", "lm_head.weight"),  # GPT-Neo, GPT-2
-)
 ROWS = ("tokenizer", "matrix")
 
 

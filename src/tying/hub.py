@@ -38,7 +38,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
 from tying.checkpoint_files import weight_digests
-from tying.embeddings import LAYOUTS
+from tying.layouts import LAYOUTS
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.safetensors_ranges import copy_range, header_bytes, read_header

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 from tying.errors import PipelineError
+from tying.layouts import LAYOUTS
 from tying.safetensors_ranges import read_header
 
 BASE_MB = 1000  # a metric process with its libraries imported and torch started (measured 450 MB), with headroom
@@ -34,8 +35,6 @@ SQUARE_COPIES = {"alignment": 60, "scaling": 60, "trajectory": 60}
 def embedding_shapes(model_dir):
     """[(rows, columns)] of the input and output matrices (a tied model stores one) of the checkpoint
     directory `model_dir`, read from its safetensors headers; None when it is not there."""
-    from tying.embeddings import LAYOUTS  # here: the workflow imports this module, and tying.embeddings imports torch
-
     model_dir = Path(model_dir)
     files = _header_files(model_dir)
     if files is None:

@@ -20,11 +20,12 @@ import pandas as pd
 from safetensors.torch import save_file
 
 from tying.claims import CLAIMS, alignment_gap, verdict
-from tying.embeddings import LAYOUTS, load_embeddings
+from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
 from tying.frames import markdown, only, pick, tokens_text
 from tying.hub import SOURCE_RECORD
 from tying.io import atomic_path
+from tying.layouts import LAYOUTS
 from tying.revisions import COMMIT
 from tying.stats import format_cell, token_bootstrap_ci
 
