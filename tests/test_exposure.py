@@ -13,7 +13,7 @@ from tying.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_v
                             stratum_labels, token_values, with_draws)
 from hubfixtures import build_survey_cache, snapshot_dir
 from tying.knn_overlap import knn_frame
-from tying.survey import control_model
+from tying.controls import control_model
 from tying.tidy import with_ids
 from tying.token_sets import seen_by
 from tying.trajectory import point_rows

@@ -11,7 +11,7 @@ from snakerun import ROOT, planned_jobs, snakemake
 from tying.config import load
 from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
-from tying.survey import control_model
+from tying.controls import control_model
 
 SURVEY = load("configs/survey.yaml")
 UNTIED = {"hub": "test-org/survey-untied"}

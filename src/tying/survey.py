@@ -4,8 +4,8 @@ untied output matrix than to the untied input matrix, beside negative controls?
 A comparison is a pair (a tied and an untied model). A negative control fills the "tied" role
 with one matrix of a second, untied model: its input matrix (`control: input`, where the
 claim should not appear) or its output matrix (`control: output`, two output matrices: how
-close output spaces get). `control_model` writes that matrix as a tied model, so the alignment
-and KNN metrics read a control like any pair.
+close output spaces get), written as a tied model by `tying.controls`, so the alignment and KNN
+metrics read a control like any pair.
 
 The table is built from the per-pair metric tables: held-out linear-map alignment of
 Output(U)->Tied and Input(U)->Tied with their permuted-rows chance levels, and KNN@k overlaps
@@ -17,19 +17,16 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from safetensors.torch import save_file
 
 from tying.claims import CLAIMS, alignment_gap, verdict
-from tying.embeddings import load_embeddings
+from tying.controls import CONTROLS
 from tying.errors import PipelineError
 from tying.frames import markdown, only, pick, tokens_text
 from tying.hub import SOURCE_RECORD
 from tying.io import atomic_path
-from tying.layouts import LAYOUTS
 from tying.revisions import COMMIT
 from tying.stats import format_cell, token_bootstrap_ci
 
-CONTROLS = {"input": "control: input", "output": "control: output", "mixture": "control: mixture"}
 PAIR_KIND = "tied vs untied"
 INTEGER_COLUMNS = ["d_tied", "d_untied", "n_tokens", "n_held_out", "knn_k"]  # empty, not NaN, in a row not run
 MD_COLUMNS = ["comparison", "family", "kind", "tied", "untied", "d (tied / untied)", "params (tied / untied)",
@@ -43,38 +40,6 @@ NOTE = ("Alignment: linear map fitted on a seeded 80% of the tokens, scored on t
         "in parentheses. A control fills the tied role with a second untied model's input (the claim "
         "should not hold) or output matrix. Models are named repo@commit: the first 7 characters of the "
         "commit each was fetched at (its source.json).")
-
-
-def control_matrix(embeddings, matrix):
-    """A control's tied role from an untied model's Embeddings: its input or output matrix, or the mixture,
-    the row-normalised mean (in_i / |in_i| + out_i / |out_i|) / 2 of the two (half input-like, half
-    output-like by construction: the zero point a tied gap is calibrated against)."""
-    if matrix == "mixture":
-        unit = [m / m.norm(dim=1, keepdim=True).clamp_min(1e-12) for m in (embeddings.input, embeddings.output)]
-        return (unit[0] + unit[1]) / 2
-    return embeddings.input if matrix == "input" else embeddings.output
-
-
-def control_model(source_dir, matrix, dest):
-    """Write the `matrix` ("input", "output" or "mixture": control_matrix) of the untied model in `source_dir`
-    as a tied model in `dest`.
-
-    dest holds the source's config.json with tie_word_embeddings true, its tokenizer.json, and a
-    model.safetensors whose only tensor is that matrix (float32, the tokenizer's rows) under the
-    first layout's input-embedding name. Atomic: dest appears whole or not at all.
-    """
-    source_dir = Path(source_dir)
-    if matrix not in CONTROLS:
-        raise PipelineError(f"control matrix {matrix!r}: choose from {', '.join(CONTROLS)}")
-    embeddings = load_embeddings(source_dir)
-    if embeddings.tied:
-        raise PipelineError(f"{source_dir}: a control needs an untied model, and this one is tied")
-    config = json.loads((source_dir / "config.json").read_text())
-    with atomic_path(dest) as tmp:
-        tmp.mkdir()
-        (tmp / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}, indent=2) + "\n")
-        (tmp / "tokenizer.json").write_bytes((source_dir / "tokenizer.json").read_bytes())
-        save_file({LAYOUTS[0][0]: control_matrix(embeddings, matrix).contiguous()}, tmp / "model.safetensors")
 
 
 def source_commit(hub_dir):

@@ -1,5 +1,5 @@
 from tying.rule_script import run
-from tying.survey import control_model
+from tying.controls import control_model
 
 
 def main(snakemake):

@@ -8,9 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
+from tying.controls import CONTROLS
 from tying.errors import PipelineError
 from tying.figures import style
-from tying.survey import CONTROLS, PAIR_KIND
+from tying.survey import PAIR_KIND
 
 # kind -> (marker, palette colour)
 KINDS = {PAIR_KIND: ("o", "tied"), CONTROLS["input"]: ("X", "input"), CONTROLS["output"]: ("s", "output"),
