@@ -1,6 +1,6 @@
 """Train a byte-level BPE tokenizer on the corpus, or take an existing one from the hub."""
 from tokenizers import ByteLevelBPETokenizer
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from transformers import PreTrainedTokenizerFast
 
 from tying.errors import PipelineError
 from tying.io import atomic_path
@@ -19,6 +19,8 @@ def train_bpe(texts, vocab_size):
 
 def pretrained(name):
     """The hub tokenizer `name` (needs the hub or a populated cache)."""
+    from transformers import AutoTokenizer  # here: its import costs 2.5 s more, and a trained BPE needs none
+
     try:
         tok = AutoTokenizer.from_pretrained(name)
     except Exception as err:
