@@ -26,7 +26,8 @@ from torch.profiler import ProfilerActivity, profile
 from tying.config import check, run_params
 from tying.runtime import keep_freed_memory
 from tying.cross_entropy import NextTokenLoss
-from tying.train import RunSpec, build, save_checkpoint, train_batch
+from tying.batches import train_batch
+from tying.train import RunSpec, build, save_checkpoint
 
 
 def gemm_peak(threads, n=2048, repeats=10):

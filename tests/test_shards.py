@@ -16,7 +16,7 @@ from tying.config import load
 from tying.errors import PipelineError
 from tying.shards import block, read_texts, shard_documents, write_documents
 from tying.tokens import ShardedIds, load_ids
-from tying.train import eval_batches, train_batch
+from tying.batches import eval_batches, train_batch
 
 @pytest.fixture(scope="module")
 def corpus_files(tmp_path_factory):

@@ -15,7 +15,8 @@ from conftest import markov_tokens, word_tokenizer
 from tying.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
-from tying.train import RunSpec, build, lr_lambda, train, train_batch, write_rows
+from tying.batches import train_batch
+from tying.train import RunSpec, build, lr_lambda, train, write_rows
 
 V = 64
 

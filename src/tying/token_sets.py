@@ -2,7 +2,7 @@
 
 Rows of tokens never drawn stay near their shared drift direction and inflate alignment, and
 an untied input row never drawn keeps its direction exactly, inflating drift (docs/methods.md,
-Token sets). Batches are a pure function of (seed, step) (tying.train.train_batch), so the
+Token sets). Batches are a pure function of (seed, step) (tying.batches.train_batch), so the
 tokens at the input positions of every batch a run trained on can be counted again after the
 fact: once per run shape (seed, steps, batch size, sequence length), at every checkpoint step,
 whatever pairs share that shape. A pair's token set (one per pair and seed, read by every metric
@@ -33,7 +33,7 @@ def counts_by_id(counts, vocab):
 def drawn_by_step(ids, vocab, seed, steps, batch_size, seq_len, at=None):
     """{s: (vocab,) int64} for each s of `at` (default: only `steps`): how often each id sat at an input
     position of the batches of steps 1..s."""
-    from tying.train import train_batch  # here: the metric jobs that read a token set never import transformers
+    from tying.batches import train_batch  # here: the token-set jobs, which read its counts, import no torch
 
     at = sorted({steps} if at is None else set(at))
     if at and (at[0] < 0 or at[-1] > steps):

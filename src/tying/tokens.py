@@ -48,7 +48,7 @@ def write_meta(path, vocab_size, eos_id, counts, shards=None):
 class ShardedIds:
     """Several token arrays read as one: len() and contiguous slices across their boundaries.
 
-    What `train.train_batch`, `train.eval_batches` and the lens index: ids[a:b] is an ndarray.
+    What `batches.train_batch`, `batches.eval_batches` and the lens index: ids[a:b] is an ndarray.
     """
 
     def __init__(self, parts):

@@ -5,7 +5,6 @@ Read top to bottom: build model, optimizer, schedule; resume if a matching state
 save the full state; at the end move the exports into place and write the logs.
 """
 import dataclasses
-import functools
 import hashlib
 import json
 import math
@@ -22,6 +21,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from tying.batches import eval_batches, train_batch
 from tying.checkpoint_files import weight_digests
 from tying.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
@@ -73,41 +73,6 @@ class RunSpec:
         return model_config(self.family, vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                             layers=self.layers, heads=self.heads, seq_len=self.seq_len, tied=self.tied,
                             eos_id=self.eos_id, intermediate_size=self.intermediate_size)
-
-
-def train_batch(ids, step, seed, batch_size, seq_len):
-    """Batch of step `step` (from 1): the next batch_size windows of the concatenated epochs, each
-    epoch a permutation, seeded by (seed, epoch), of the corpus's non-overlapping (seq_len + 1)-token
-    windows at stride seq_len. A pure function of (len(ids), seed, step), so every variant of a seed
-    sees the same batches in the same order, a resumed run needs no loader state, and each epoch reads
-    every window once. Returns (inputs, targets), each (batch_size, seq_len) int64."""
-    n_windows = (len(ids) - 1) // seq_len
-    if n_windows < 1:
-        raise PipelineError(f"training split has {len(ids)} tokens, fewer than one window of {seq_len + 1}")
-    positions = np.arange((step - 1) * batch_size, step * batch_size)
-    epochs, slots = np.divmod(positions, n_windows)
-    starts = np.concatenate([_epoch_order(n_windows, seed, int(e))[slots[epochs == e]] for e in np.unique(epochs)])
-    windows = torch.from_numpy(np.stack([np.asarray(ids[s:s + seq_len + 1], dtype=np.int64) for s in starts * seq_len]))
-    return windows[:, :-1], windows[:, 1:]
-
-
-@functools.lru_cache(maxsize=4)
-def _epoch_order(n_windows, seed, epoch):
-    """The window indices of epoch `epoch` in their seeded order (read-only: shared by the cache)."""
-    order = torch.randperm(n_windows, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch)).numpy()
-    order.flags.writeable = False
-    return order
-
-
-def eval_batches(ids, n_batches, batch_size, seq_len):
-    """Fixed validation batches: consecutive non-overlapping windows from the start of `ids`."""
-    n_windows = min(n_batches * batch_size, (len(ids) - 1) // seq_len)
-    if n_windows < 1:
-        raise ValueError(f"validation split has {len(ids)} tokens, fewer than one window of {seq_len + 1}")
-    windows = np.asarray(ids[:n_windows * seq_len + 1], dtype=np.int64)
-    x = torch.from_numpy(windows[:-1].reshape(n_windows, seq_len))
-    y = torch.from_numpy(windows[1:].reshape(n_windows, seq_len))
-    return list(zip(x.split(batch_size), y.split(batch_size)))
 
 
 def lm_loss(logits, targets):
