@@ -7,6 +7,7 @@ import pytest
 from helpers import build_corpus, tokenize_corpus
 from tying.corpus import split_of
 from tying.errors import PipelineError
+from tying import tokenizer
 from tying.tokenizer import train_bpe
 from tying.tokens import load_ids
 
@@ -61,6 +62,21 @@ def test_tokenizer_round_trips_and_tokens_are_counted(stdlib_corpus, tmp_path):
     counts = pd.read_parquet(out["counts.parquet"])
     assert len(counts) == 512 and counts["count"].sum() == len(train_ids)
     assert counts.loc[counts["token_id"] == tok.eos_token_id, "count"].item() == n_docs
+
+
+def test_a_saved_bpe_loads_as_autotokenizer_loads_it_and_another_class_through_autotokenizer(stdlib_corpus, tmp_path,
+                                                                                           monkeypatch):
+    import transformers
+
+    tokenizer.save(train_bpe(stdlib_corpus["text"].iloc[:200], 300), tmp_path / "tok")
+    fast, auto = tokenizer.load(tmp_path / "tok"), transformers.AutoTokenizer.from_pretrained(tmp_path / "tok")
+    sample = [stdlib_corpus["text"].iloc[3], "Ünïcode ✓ tabs\tand\nlines"]
+    assert type(fast) is type(auto) and (len(fast), fast.eos_token_id) == (len(auto), auto.eos_token_id) == (300, 0)
+    assert fast(sample, add_special_tokens=False)["input_ids"] == auto(sample, add_special_tokens=False)["input_ids"]
+    config = tmp_path / "tok" / "tokenizer_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "tokenizer_class": "Qwen2Tokenizer"}))
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda path: ("auto", path))
+    assert tokenizer.load(tmp_path / "tok") == ("auto", tmp_path / "tok")
 
 
 def test_hf_source_streams_up_to_the_token_budget(monkeypatch):

@@ -62,12 +62,13 @@ def test_another_config_as_documented_leaves_the_default_build_up_to_date(tmp_pa
     (tmp_path / "default.yaml").write_text(yaml.safe_dump(MICRO))
     other = {**MICRO, "workdir": "runs/other", "tokenizer": {"vocab_size": 280}}
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(other))
-    target = "results/tokens/meta.json"
+    target = "results/tokenizer"  # the corpus and the tokenizer, which the other vocabulary changes
     default = ("--replace-workflow-config", "--configfile", "default.yaml")
     assert run(tmp_path, target, *default).returncode == 0
     built = run(tmp_path, target, "--replace-workflow-config", "--configfile", "other.yaml")
     assert built.returncode == 0, built.stderr[-2000:]
-    assert (tmp_path / "runs/other" / target).is_file() and (tmp_path / "runs/other/.snakemake").is_dir()
+    assert (tmp_path / "runs/other" / target / "tokenizer.json").is_file()
+    assert (tmp_path / "runs/other/.snakemake").is_dir()
     again = run(tmp_path, "-n", target, *default)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
 

@@ -1,11 +1,10 @@
-from transformers import AutoTokenizer
-
+from tying import tokenizer
 from tying.rule_script import run
 from tying.tokens import tokenize_documents
 
 
 def main(snakemake):
-    tok = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
+    tok = tokenizer.load(snakemake.input.tokenizer)
     out = snakemake.output
     tokenize_documents([snakemake.input.documents], tok, out.train, out.val, out.meta, out.counts)
 
