@@ -35,12 +35,11 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.file_download import repo_folder_name
 from safetensors.torch import save_file
-from transformers import AutoTokenizer
 
 from tying.checkpoint_files import weight_digests
-from tying.layouts import LAYOUTS
 from tying.errors import PipelineError
 from tying.io import atomic_path
+from tying.layouts import LAYOUTS
 from tying.safetensors_ranges import copy_range, header_bytes, read_header
 from tying.torch_zip_ranges import CountingReader, TorchZip, is_torch_zip, state_dict, unpickle_error
 
@@ -88,6 +87,8 @@ def fetch_model(repo_id, revision, dest, embeddings_only, fs=None):
             bytes_read = sum(_copy_file(fs, f"{root}/{name}", tmp / name) for name in _config_files(sizes))
             weight_bytes, converted = weights.write(tmp)
             if not (tmp / "tokenizer.json").is_file():  # e.g. GPT-Neo-2.7B ships only vocab.json + merges.txt
+                from transformers import AutoTokenizer  # here: a fetch with a tokenizer.json imports no transformers
+
                 AutoTokenizer.from_pretrained(tmp).backend_tokenizer.save(str(tmp / "tokenizer.json"))
             record = {
                 "repo_id": repo_id,
