@@ -33,7 +33,7 @@ def counts_by_id(counts, vocab):
 def drawn_by_step(ids, vocab, seed, steps, batch_size, seq_len, at=None):
     """{s: (vocab,) int64} for each s of `at` (default: only `steps`): how often each id sat at an input
     position of the batches of steps 1..s."""
-    from tying.batches import train_batch  # here: the token-set jobs, which read its counts, import no torch
+    from tying.batches import train_batch  # here: the token-set jobs, which only read the drawn counts, import no torch
 
     at = sorted({steps} if at is None else set(at))
     if at and (at[0] < 0 or at[-1] > steps):
