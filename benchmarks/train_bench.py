@@ -23,10 +23,10 @@ import transformers
 import yaml
 from torch.profiler import ProfilerActivity, profile
 
+from tying.batches import train_batch
 from tying.config import check, run_params
 from tying.runtime import keep_freed_memory
 from tying.cross_entropy import NextTokenLoss
-from tying.batches import train_batch
 from tying.train import RunSpec, build, save_checkpoint
 
 

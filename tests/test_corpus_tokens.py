@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from helpers import build_corpus, tokenize_corpus
+from tying import tokenizer
 from tying.corpus import split_of
 from tying.errors import PipelineError
-from tying import tokenizer
 from tying.tokenizer import train_bpe
 from tying.tokens import load_ids
 

@@ -7,13 +7,13 @@ import torch
 
 from tying import claims
 from tying.alignment import alignment_frame, token_split
+from tying.controls import control_model
 from tying.embeddings import Embeddings, load_embeddings
 from tying.evolution import evolution_frames
 from tying.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_values, strata, strata_text,
                             stratum_labels, token_values, with_draws)
 from hubfixtures import build_survey_cache, snapshot_dir
 from tying.knn_overlap import knn_frame
-from tying.controls import control_model
 from tying.tidy import with_ids
 from tying.token_sets import seen_by
 from tying.trajectory import point_rows

@@ -12,11 +12,11 @@ import yaml
 from conftest import word_tokenizer
 from shardfixtures import V, build_tokens, write_local_corpus
 from snakerun import ROOT, planned_jobs, snakemake
+from tying.batches import eval_batches, train_batch
 from tying.config import load
 from tying.errors import PipelineError
 from tying.shards import block, read_texts, shard_documents, write_documents
 from tying.tokens import ShardedIds, load_ids
-from tying.batches import eval_batches, train_batch
 
 @pytest.fixture(scope="module")
 def corpus_files(tmp_path_factory):

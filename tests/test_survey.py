@@ -9,9 +9,9 @@ import torch
 from hubfixtures import build_survey_cache, snapshot_dir
 from snakerun import ROOT, planned_jobs, snakemake
 from tying.config import load
+from tying.controls import control_model
 from tying.embeddings import load_embeddings
 from tying.errors import PipelineError
-from tying.controls import control_model
 
 SURVEY = load("configs/survey.yaml")
 UNTIED = {"hub": "test-org/survey-untied"}

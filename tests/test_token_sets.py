@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from tying import claims
+from tying.batches import train_batch
 from tying.embeddings import Embeddings
 from tying.errors import PipelineError
 from tying.evolution import evolution_frame
 from tying.token_sets import analysed_tokens, drawn_by_step, drawn_frame, seen_by, token_set_frame, write_token_set
-from tying.batches import train_batch
 
 V = 40
 

@@ -12,10 +12,10 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from conftest import markov_tokens, word_tokenizer
+from tying.batches import train_batch
 from tying.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
-from tying.batches import train_batch
 from tying.train import RunSpec, build, lr_lambda, train, write_rows
 
 V = 64
