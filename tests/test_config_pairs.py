@@ -31,6 +31,19 @@ def test_the_shipped_configs_pass():
         check(copy.deepcopy(config), SCHEMA)
 
 
+def test_the_check_puts_the_schemas_keys_in_its_order_and_keeps_the_users_names_in_theirs():
+    config = copy.deepcopy(MICRO)
+    config["model"] = dict(reversed(config["model"].items()))
+    config["lens"] = dict(reversed(config["lens"].items()))
+    config["variants"] = dict(reversed(config["variants"].items()))
+    config["pairs"]["main"] = dict(reversed(config["pairs"]["main"].items()))
+    check(config, SCHEMA)
+    assert list(config["model"]) == ["hidden_size", "layers", "heads", "seq_len"]
+    assert list(config["lens"])[:4] == ["steps", "whiten", "fisher", "train_dtype"]  # defaults in place
+    assert list(config["variants"]) == ["tied_x5", "untied", "tied"]  # the user's names, the user's order
+    assert list(config["pairs"]["main"])[:3] == ["tied", "untied", "scaled"]
+
+
 @pytest.mark.parametrize("config,message", [
     (paper_with(tables={"table1": ["main", UNTIED_ONLY]}), "tables.table1: " + NO_TIED.format(target="table1")),
     (paper_with(tables={"table5": [UNTIED_ONLY]}), "tables.table5: " + NO_TIED.format(target="table5")),

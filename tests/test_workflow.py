@@ -116,6 +116,24 @@ def test_adding_a_seed_reruns_only_the_new_seed_and_the_aggregates(built):
     assert {"fig1", "table1", "claims", "loss"} <= set(jobs)
 
 
+def test_reordering_a_sections_keys_reruns_nothing(built):
+    """A rule's params are compared by their repr, which follows key order: a section's keys moved about in
+    config.yaml (or a default written out) must not look like a change."""
+    fixed = {"corpus", "tokenizer", "model", "train", "analysis", "lens"}  # keys the schema names, not the user
+    moved = {section: dict(reversed(MICRO[section].items())) if section in fixed else MICRO[section]
+             for section in reversed(MICRO)}
+    moved["train"] = {"grad_accum": 1, **moved["train"]}  # the schema's default, written out, first
+    path = built / "config.yaml"
+    before = path.read_text()
+    try:
+        path.write_text(yaml.safe_dump(moved, sort_keys=False))
+        result = snakemake(built, "-n")
+    finally:
+        path.write_text(before)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Nothing to be done" in result.stdout, result.stdout[-3000:]
+
+
 def test_slurm_profile_dry_run_gives_every_job_its_declared_resources(tmp_path):
     result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--workflow-profile", "none",
                        config=MICRO)

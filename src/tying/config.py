@@ -20,15 +20,46 @@ CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure"}
 
 
 def check_schema(config, schema_path):
-    """Validate `config` against the schema alone (filling its defaults), or raise PipelineError naming the
-    key and what is allowed."""
+    """Validate `config` against the schema alone (filling its defaults, in the schema's key order), or raise
+    PipelineError naming the key and what is allowed."""
+    schema = yaml.safe_load(open(schema_path))
     try:
         validate(config, schema_path)
     except WorkflowError:
-        schema = yaml.safe_load(open(schema_path))
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
         key = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise PipelineError(f"{key}: {error.message}") from None
+    schema_order(config, schema)
+
+
+def schema_order(value, schema, root=None):
+    """Put the keys of every mapping in `value` that the schema names (its `properties`) in the schema's order,
+    in place; keys the user chooses (pairs, variants, ...) keep theirs. Snakemake compares a rule's params by
+    their repr, which follows key order: without this, a section's keys moved about in a config file, or a
+    default written out, would rerun every job that reads the section."""
+    root = root or schema
+    schema = _resolved(schema, root)
+    if isinstance(value, dict):
+        named = {}
+        for option in [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]:
+            named |= _resolved(option, root).get("properties", {})
+        ordered = {key: value[key] for key in [*(k for k in named if k in value), *(k for k in value if k not in named)]}
+        value.clear()
+        value.update(ordered)
+        other = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = named.get(key, other if isinstance(other, dict) else None)
+            if sub is not None:
+                schema_order(item, sub, root)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            schema_order(item, schema["items"], root)
+
+
+def _resolved(schema, root):
+    """`schema`, or the `#/$defs/...` definition its $ref names."""
+    ref = schema.get("$ref", "") if isinstance(schema, dict) else ""
+    return root["$defs"][ref.removeprefix("#/$defs/")] if ref.startswith("#/$defs/") else schema
 
 
 def check(config, schema_path):
