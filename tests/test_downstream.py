@@ -16,7 +16,7 @@ from tying.config import load
 from tying.downstream import perplexity, text_documents, write_text
 from tying.errors import PipelineError
 from tying.tables import table7
-from tying.zero_shot import lm_eval_scores
+from tying.zero_shot import task_index, lm_eval_scores
 
 HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
 needs_lm_eval = pytest.mark.skipif(not HAS_LM_EVAL, reason="lm-eval is not installed (the `eval` extra: "
@@ -123,7 +123,15 @@ def test_lm_eval_accuracy_is_the_share_of_questions_whose_answer_is_most_likely(
     assert scores["metric"].tolist() == ["tiny_choice acc"]
     assert scores["value"].item() == pytest.approx(right / len(docs))
     with pytest.raises(PipelineError, match="downstream.lm_eval.tasks: unknown to lm-eval: no_such_task"):
-        lm_eval_scores(tmp_path / "model", ["no_such_task"], include_path=str(tmp_path))
+        lm_eval_scores(tmp_path / "model", ["no_such_task"], include_path=str(tmp_path))  # lm-eval's own index too
+
+
+@needs_lm_eval
+def test_local_tasks_alone_are_indexed_without_lm_evals_own(tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    write_task(tmp_path)
+    assert task_index(TaskManager, ["tiny_choice"], str(tmp_path)).all_tasks == ["tiny_choice"]
 
 
 def test_without_lm_eval_the_job_says_how_to_install_it(tmp_path, monkeypatch):
