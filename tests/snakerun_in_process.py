@@ -11,15 +11,20 @@ from snakerun import ROOT
 
 
 def snakemake(workdir, *args, config, capfd, monkeypatch):
-    """snakerun.snakemake's command line, run by snakemake.cli.main here: a CompletedProcess whose returncode
-    and stderr are what the interpreter would have given (a sys.exit message ends stderr, exit status 1).
-    The Snakefile's changes to sys.path, PYTHONPATH and the working directory are undone after the test."""
+    """snakerun.snakemake's command line, run by `cli` here."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    return cli(["-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
+                "--replace-workflow-config", "--configfile", str(workdir / "config.yaml")],
+               capfd=capfd, monkeypatch=monkeypatch)
+
+
+def cli(argv, *, capfd, monkeypatch):
+    """`snakemake ARGV` run by snakemake.cli.main here: a CompletedProcess whose returncode and stderr are what
+    the interpreter would have given (a sys.exit message ends stderr, exit status 1). The Snakefile's changes
+    to sys.path, PYTHONPATH and the working directory are undone after the test."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     monkeypatch.chdir(os.getcwd())
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    argv = ["-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
-            "--replace-workflow-config", "--configfile", str(workdir / "config.yaml")]
     capfd.readouterr()
     try:
         main(argv)
