@@ -9,7 +9,7 @@ import fnmatch
 import re
 from pathlib import Path
 
-import snakerun_in_process
+from snakerun import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -178,7 +178,7 @@ def documented_commands():
     return list(seen.values())
 
 
-def test_every_documented_command_plans(tmp_path, capfd, monkeypatch):
+def test_every_documented_command_plans(tmp_path, monkeypatch):
     """Each documented command dry-runs from a fresh folder (a -d or a config's workdir lands there), in this
     process (snakemake.cli.main, as the `snakemake` command runs it, without an interpreter start each)."""
     commands = documented_commands()
@@ -190,9 +190,8 @@ def test_every_documented_command_plans(tmp_path, capfd, monkeypatch):
         cwd = tmp_path / str(n)
         cwd.mkdir()
         monkeypatch.chdir(cwd)
-        result = snakerun_in_process.cli(["-s", str(ROOT / "Snakefile"), "-n", *args], capfd=capfd,
-                                         monkeypatch=monkeypatch)
-        # a config error ends stderr; snakemake logs an exception to stdout when it runs in-process
+        result = cli(["-s", str(ROOT / "Snakefile"), "-n", *args])
+        # a config error ends stderr, an exception snakemake logs ends stdout
         lines = [ln for ln in (result.stdout + result.stderr).splitlines() if ln.strip() and "specific profile" not in ln]
         last = (lines or [""])[-1]
         empty_trajectory = "configs/trajectory.yaml" in words and "trajectory is empty" in last  # as its header says

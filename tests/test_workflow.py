@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 import yaml
 
-import snakerun_in_process
 from snakerun import ROOT, copy_build, planned_jobs, snakemake
 from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
 from tying.pairs import pair_models
@@ -49,10 +48,9 @@ def test_changing_train_steps_reruns_training_and_nothing_upstream(built):
     ("lens", "fisher", True, "lens.fisher: whitens the translators' output side on top of their input side; "
                              "it needs lens.whiten: true"),
 ])
-def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, capfd, monkeypatch, section, key, value,
-                                                          message):
+def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, key, value, message):
     bad = {**MICRO, section: {**MICRO[section], key: value}}
-    result = snakerun_in_process.snakemake(tmp_path, "-n", config=bad, capfd=capfd, monkeypatch=monkeypatch)
+    result = snakemake(tmp_path, "-n", config=bad)
     assert result.returncode != 0
     lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
     assert lines == [f"config error: {message}"]
