@@ -192,7 +192,8 @@ def test_every_documented_command_plans(tmp_path, monkeypatch):
         monkeypatch.chdir(cwd)
         result = cli(["-s", str(ROOT / "Snakefile"), "-n", *args])
         # a config error ends stderr, an exception snakemake logs ends stdout
-        lines = [ln for ln in (result.stdout + result.stderr).splitlines() if ln.strip() and "specific profile" not in ln]
+        lines = [ln for ln in (result.stdout + result.stderr).splitlines()
+                 if ln.strip() and "specific profile" not in ln]
         last = (lines or [""])[-1]
         empty_trajectory = "configs/trajectory.yaml" in words and "trajectory is empty" in last  # as its header says
         if result.returncode != 0 and not empty_trajectory:

@@ -43,7 +43,8 @@ def schema_order(value, schema, root=None):
         named = {}
         for option in [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]:
             named |= _resolved(option, root).get("properties", {})
-        ordered = {key: value[key] for key in [*(k for k in named if k in value), *(k for k in value if k not in named)]}
+        keys = [*(k for k in named if k in value), *(k for k in value if k not in named)]
+        ordered = {key: value[key] for key in keys}
         value.clear()
         value.update(ordered)
         other = schema.get("additionalProperties")
