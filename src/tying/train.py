@@ -29,6 +29,7 @@ from tying.grad_provenance import GradientTap
 from tying.io import atomic_path
 from tying.models import build_model, init_seed, model_config
 from tying.ranks import LOCAL
+from tying.tokenizer import load as load_tokenizer
 from tying.tokens import load_ids
 
 
@@ -219,7 +220,7 @@ def train_from_files(spec, files, work_dir, **outputs):
     """`train` on the training rule's inputs: `files` maps train and val (token arrays), meta (their
     sidecar) and tokenizer (a directory) to paths; `outputs` are train's keywords."""
     train(spec, load_ids(files["train"], files["meta"]), load_ids(files["val"], files["meta"]),
-          transformers.AutoTokenizer.from_pretrained(files["tokenizer"]), work_dir, **outputs)
+          load_tokenizer(files["tokenizer"]), work_dir, **outputs)
 
 
 def save_checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging):
