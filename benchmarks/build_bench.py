@@ -1,19 +1,19 @@
-"""Where a finished build's time went: job-seconds per stage from snakemake's benchmark files, beside this
-machine's fp32 GEMM peaks (so the figures scale to another machine) and the build's wall time.
-Prints figures; asserts nothing.
+"""Where a finished build's time went: job-seconds per stage from its jobs' logs, beside this machine's fp32
+GEMM peaks (so the figures scale to another machine) and the build's wall time. Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/build_bench.py [--results results] [--wall SECONDS] [--cells]
+    .venv/bin/python benchmarks/build_bench.py [--build .] [--wall SECONDS] [--cells]
 
-Reads results/benchmarks/**/*.tsv (every rule declares one): `s` is a job's wall seconds, `cpu_time`
-snakemake's sample of its CPU seconds. Stages are the files' first folder (train, lens, metrics,
-figures, tables; corpus, tokenizer, tokens and hub are "data"). The wall time is --wall (e.g. from
-`time snakemake ...`), else the span from the first job's start to the last job's end, read from the
-files' modification times. Run it on the machine that built, soon after the build, and with the GEMM
-peak measured when the cores are as busy as they were during the build. The training floor is the
-runs' model FLOPs (read from their checkpoints' training.json) at the single-thread peak: what the
-training stage would cost with no start-up, no checkpoints and a core of its own. With --cells (a scaling
-grid's build), job-seconds per grid cell and stage too: a job belongs to the cell its path names
-(tying.grid's d{hidden}_l{layers}_s{steps}); the data jobs and the sweep's table and figure to none.
+Reads the last line of every job's log under BUILD/logs (`tying.rule_script.COST_LINE`: its wall seconds,
+its CPU seconds and those of the children it waited for, its peak memory; a job that failed or was cut
+short has none and is left out). Stages are the logs' first folder (train, lens, metrics, figures, tables;
+corpus, tokenizer, tokens and hub are "data"). The wall time is --wall (e.g. from `time snakemake ...`),
+else the span from the first job's start to the last job's end, read from the logs' modification times.
+Run it on the machine that built, soon after the build, and with the GEMM peak measured when the cores are
+as busy as they were during the build. The training floor is the runs' model FLOPs (read from their
+checkpoints' training.json) at the single-thread peak: what the training stage would cost with no
+start-up, no checkpoints and a core of its own. With --cells (a scaling grid's build), job-seconds per
+grid cell and stage too: a job belongs to the cell its path names (tying.grid's d{hidden}_l{layers}_s{steps});
+the data jobs and the sweep's table and figure to none.
 """
 import argparse
 import json
@@ -26,40 +26,44 @@ import pandas as pd
 
 from train_bench import flops_per_token, gemm_peak
 
+from tying.rule_script import COST_LINE
+
 STAGES = ("train", "lens", "metrics", "figures", "tables", "data")
 DATA = {"corpus", "tokenizer", "tokens", "hub"}
 CELL = re.compile(r"^d\d+_l\d+_s\d+$")  # tying.grid.cell_name
 
 
 def stage_of(path, root):
-    """Stage of one benchmark file from its place under `root`."""
-    first = path.relative_to(root).parts[0].removesuffix(".tsv")
+    """Stage of one job's log from its place under `root`."""
+    first = path.relative_to(root).parts[0].removesuffix(".log")
     return "data" if first in DATA else first
 
 
 def job_table(root):
-    """One row per job: stage, job (path under root), seconds (wall), cpu_seconds, start and end (epoch)."""
+    """One row per job whose log ends with its cost: stage, job (path under root), seconds (wall),
+    cpu_seconds, peak_mb, start and end (epoch)."""
     rows = []
-    for path in sorted(root.rglob("*.tsv")):
-        frame = pd.read_csv(path, sep="\t")
-        if frame.empty:
+    for path in sorted(root.rglob("*.log")):
+        lines = path.read_text(errors="replace").splitlines()
+        cost = COST_LINE.match(lines[-1]) if lines else None
+        if cost is None:
             continue
-        last = frame.iloc[-1]  # the last row, should the benchmark have repeats
-        end = path.stat().st_mtime
-        rows.append({"stage": stage_of(path, root), "job": str(path.relative_to(root)), "seconds": float(last["s"]),
-                     "cpu_seconds": float(last.get("cpu_time", float("nan"))), "start": end - float(last["s"]),
-                     "end": end})
+        seconds, end = float(cost["seconds"]), path.stat().st_mtime
+        rows.append({"stage": stage_of(path, root), "job": str(path.relative_to(root)), "seconds": seconds,
+                     "cpu_seconds": float(cost["cpu_seconds"]), "peak_mb": float(cost["peak_mb"]),
+                     "start": end - seconds, "end": end})
     return pd.DataFrame(rows)
 
 
 def stage_table(jobs):
-    """Jobs, job-seconds, mean seconds per job and CPU seconds per stage (every stage of STAGES, then any
-    other folder), and the total."""
+    """Jobs, job-seconds, mean seconds per job, CPU seconds and the largest job's peak memory (MB) per stage
+    (every stage of STAGES, then any other folder), and the total."""
     table = jobs.groupby("stage").agg(jobs=("job", "size"), job_seconds=("seconds", "sum"),
-                                      mean_seconds=("seconds", "mean"), cpu_seconds=("cpu_seconds", "sum"))
+                                      mean_seconds=("seconds", "mean"), cpu_seconds=("cpu_seconds", "sum"),
+                                      peak_mb=("peak_mb", "max"))
     table = table.reindex([*STAGES, *sorted(set(table.index) - set(STAGES))], fill_value=0)
-    table.loc["total"] = [table["jobs"].sum(), table["job_seconds"].sum(),
-                          jobs["seconds"].mean(), table["cpu_seconds"].sum()]
+    table.loc["total"] = [table["jobs"].sum(), table["job_seconds"].sum(), jobs["seconds"].mean(),
+                          table["cpu_seconds"].sum(), table["peak_mb"].max()]
     table["jobs"] = table["jobs"].astype(int)
     return table
 
@@ -93,14 +97,14 @@ def training_flops(jobs, results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--build", type=Path, default=Path("."), help="the directory the build ran in")
     parser.add_argument("--wall", type=float, help="the build's wall seconds, if measured")
     parser.add_argument("--cells", action="store_true", help="job-seconds per scaling-grid cell as well")
     args = parser.parse_args()
-    root = args.results / "benchmarks"
+    root = args.build / "logs"
     jobs = job_table(root)
     if jobs.empty:
-        raise SystemExit(f"no benchmark files under {root}: run a build first")
+        raise SystemExit(f"no job log under {root} ends with its cost: run a build first")
     table = stage_table(jobs)
     wall = args.wall or jobs["end"].max() - jobs["start"].min()
     print(table.round(1).to_string())
@@ -116,7 +120,7 @@ def main():
     (one_cpu, one_wall), (two, _) = gemm_peak(1), gemm_peak(2)
     print(f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
           f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads")
-    flops = training_flops(jobs, args.results)
+    flops = training_flops(jobs, args.build / "results")
     if flops:
         floor = flops / (one_cpu * 1e9)
         print(f"train floor: the runs' model FLOPs ({flops / 1e12:.1f} TFLOP) at the 1-thread peak take {floor:.0f} s; "

@@ -10,6 +10,7 @@ import yaml
 from snakerun import ROOT, copy_build, planned_jobs, snakemake
 from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
 from tying.pairs import pair_models
+from tying.rule_script import COST_LINE
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 
@@ -29,6 +30,15 @@ def test_micro_config_builds_the_whole_dag(built):
     assert not list(built.glob("results/train/*/*/*/work"))
     assert "step 6/6" in (built / "logs/train/olmo/tied/seed0.log").read_text()
     assert snakemake(built, "-n").stdout.count("Nothing to be done") == 1
+
+
+def test_every_job_log_ends_with_its_cost_and_no_rule_samples_a_benchmark(built):
+    logs = sorted((built / "logs").rglob("*.log"))
+    costs = {log.relative_to(built).as_posix(): COST_LINE.match(log.read_text().splitlines()[-1]) for log in logs}
+    assert len(costs) >= 40 and all(costs.values()), [log for log, cost in costs.items() if cost is None]
+    train = costs["logs/train/olmo/tied/seed0.log"]  # imports torch and transformers: seconds of CPU, >100 MB
+    assert 0 < float(train["cpu_seconds"]) <= 2 * float(train["seconds"]) and float(train["peak_mb"]) > 100
+    assert not (built / "results/benchmarks").exists()
 
 
 def test_changing_train_steps_reruns_training_and_nothing_upstream(built):

@@ -9,8 +9,6 @@ rule corpus:
         shard=lambda w: int(w.shard),
     log:
         "logs/corpus/shard{shard}.log",
-    benchmark:
-        "results/benchmarks/corpus/shard{shard}.tsv"
     resources:
         runtime=120,
     wildcard_constraints:

@@ -14,8 +14,6 @@ rule downstream_text:
         text=DOWNSTREAM.get("perplexity"),
     log:
         "logs/downstream/text.log",
-    benchmark:
-        "results/benchmarks/downstream/text.tsv"
     resources:
         network=1,
         runtime=30,
@@ -40,8 +38,6 @@ rule perplexity:
         dtype=DOWNSTREAM.get("dtype"),
     log:
         "logs/metrics/perplexity/{arch}/{variant}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/perplexity/{arch}/{variant}/seed{seed}.tsv"
     resources:
         mem_mb=8000,
         runtime=60,
@@ -66,8 +62,6 @@ rule lm_eval:
         dtype=DOWNSTREAM.get("dtype"),
     log:
         "logs/metrics/lm_eval/{arch}/{variant}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/lm_eval/{arch}/{variant}/seed{seed}.tsv"
     resources:
         network=1,
         mem_mb=16000,

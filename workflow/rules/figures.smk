@@ -11,8 +11,6 @@ rule fig1:
         pair=lambda w: config["figures"]["fig1"],
     log:
         "logs/figures/fig1.log",
-    benchmark:
-        "results/benchmarks/figures/fig1.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -28,8 +26,6 @@ rule fig_evolution:
         pair=lambda w: config["figures"][w.fig],
     log:
         "logs/figures/{fig}.log",
-    benchmark:
-        "results/benchmarks/figures/{fig}.tsv"
     wildcard_constraints:
         fig="fig3|fig8|fig9",
     conda:
@@ -47,8 +43,6 @@ use rule fig1 as fig4 with:
         pair=lambda w: config["figures"]["fig4"],
     log:
         "logs/figures/fig4.log",
-    benchmark:
-        "results/benchmarks/figures/fig4.tsv"
 
 
 use rule fig1 as fig5 with:
@@ -61,5 +55,3 @@ use rule fig1 as fig5 with:
         bins_per_decade=config["analysis"]["norm_bins_per_decade"],
     log:
         "logs/figures/fig5.log",
-    benchmark:
-        "results/benchmarks/figures/fig5.tsv"

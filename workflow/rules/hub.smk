@@ -17,8 +17,6 @@ rule hub_embeddings:
         embeddings_only=True,
     log:
         "logs/hub/embeddings/{repo}/{revision}.log",
-    benchmark:
-        "results/benchmarks/hub/embeddings/{repo}/{revision}.tsv"
     resources:
         network=1,
         mem_mb=4000,
@@ -39,8 +37,6 @@ rule hub_model:
         embeddings_only=False,
     log:
         "logs/hub/full/{repo}/{revision}.log",
-    benchmark:
-        "results/benchmarks/hub/full/{repo}/{revision}.tsv"
     resources:
         network=1,
         mem_mb=4000,
@@ -65,8 +61,6 @@ rule hub_tokens:
         counts="results/hub/tokens/{repo}/{revision}/counts.parquet",
     log:
         "logs/hub/tokens/{repo}/{revision}.log",
-    benchmark:
-        "results/benchmarks/hub/tokens/{repo}/{revision}.tsv"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -91,8 +85,6 @@ rule download_plan:
         config=config,
     log:
         "logs/hub/download_plan.log",
-    benchmark:
-        "results/benchmarks/hub/download_plan.tsv"
     resources:
         network=1,
         runtime=30,

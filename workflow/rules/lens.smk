@@ -19,8 +19,6 @@ rule lens:
         lens=config["lens"],
     log:
         "logs/lens/{pair}/{role}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/lens/{pair}/{role}/seed{seed}.tsv"
     resources:
         mem_mb=8000,
         runtime=60,
@@ -47,8 +45,6 @@ rule lens_convergence:
         lens=config["lens"],
     log:
         "logs/lens/{pair}/{role}/seed{seed}.convergence.log",
-    benchmark:
-        "results/benchmarks/lens/{pair}/{role}/seed{seed}.convergence.tsv"
     resources:
         mem_mb=8000,
         runtime=30,
@@ -72,8 +68,6 @@ rule fig_lens:
         pair=lambda w: config["figures"][w.fig],
     log:
         "logs/figures/{fig}.log",
-    benchmark:
-        "results/benchmarks/figures/{fig}.tsv"
     wildcard_constraints:
         fig="fig2|fig6|fig7",
     conda:

@@ -8,8 +8,6 @@ rule trained_control:
         directory(trained_control_dir("{arch}", "{variant}", "{seed}", "{step}", "{matrix}")),
     log:
         "logs/controls/{arch}/{variant}/seed{seed}/step{step}/{matrix}.log",
-    benchmark:
-        "results/benchmarks/controls/{arch}/{variant}/seed{seed}/step{step}/{matrix}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("control", input, 2000),
     wildcard_constraints:
@@ -32,8 +30,6 @@ rule alignment:
         analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
     log:
         "logs/metrics/alignment/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/alignment/{pair}/seed{seed}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("alignment", [input.untied, input.tied], 4000),
         runtime=30,
@@ -55,8 +51,6 @@ rule knn:
         approximate=config["analysis"]["knn_approximate"],
     log:
         "logs/metrics/knn/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/knn/{pair}/seed{seed}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("knn", [input.untied, input.tied], 4000),
         runtime=30,
@@ -85,8 +79,6 @@ rule scaling:
         variants=lambda w: scaled_variants(config, w.pair),
     log:
         "logs/metrics/scaling/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/scaling/{pair}/seed{seed}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("scaling", [*input.untied, *input.tied], 4000, held=2),
         runtime=30,
@@ -109,8 +101,6 @@ rule evolution:
         analysis=lambda w: analysis_params(config, w.pair, "rows"),
     log:
         "logs/metrics/evolution/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/evolution/{pair}/seed{seed}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("evolution", input.checkpoints, 4000, held=3),
         runtime=30,
@@ -132,8 +122,6 @@ rule grad_flow:
         steps=lambda w: max(config["analysis"]["grad_flow_steps"], early_steps(config, w.pair)),
     log:
         "logs/metrics/grad_flow/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/grad_flow/{pair}/seed{seed}.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -151,8 +139,6 @@ rule norm_freq:
         analysis=lambda w: analysis_params(config, w.pair, "rows"),
     log:
         "logs/metrics/norm_freq/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/norm_freq/{pair}/seed{seed}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("norm_freq", [input.untied, input.tied, *input.initial], 4000),
     conda:
@@ -173,8 +159,6 @@ rule loss:
         runs=lambda w: downstream_runs(config),
     log:
         "logs/metrics/loss.log",
-    benchmark:
-        "results/benchmarks/metrics/loss.tsv"
     conda:
         "../envs/tying.yaml"
     script:

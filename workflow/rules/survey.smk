@@ -18,8 +18,6 @@ rule survey_control:
         directory(control_dir("{repo}", "{revision}", "{matrix}")),
     log:
         "logs/survey/controls/{repo}/{revision}/{matrix}.log",
-    benchmark:
-        "results/benchmarks/survey/controls/{repo}/{revision}/{matrix}.tsv"
     resources:
         mem_mb=lambda w, input: request_mb("control", input, 8000),
     wildcard_constraints:
@@ -47,8 +45,6 @@ rule survey_table:
         approximate=config["analysis"]["knn_approximate"],
     log:
         "logs/survey/table.log",
-    benchmark:
-        "results/benchmarks/survey/table.tsv"
     resources:
         mem_mb=8000,
         runtime=20,
@@ -65,8 +61,6 @@ rule survey_figure:
         report("figures/survey.pdf", caption="../report/survey.rst", category="Survey"),
     log:
         "logs/survey/figure.log",
-    benchmark:
-        "results/benchmarks/survey/figure.tsv"
     conda:
         "../envs/tying.yaml"
     script:

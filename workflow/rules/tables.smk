@@ -11,8 +11,6 @@ rule table1:
         released=lambda w: released_pairs(config, config["tables"]["table1"]),
     log:
         "logs/tables/table1.log",
-    benchmark:
-        "results/benchmarks/tables/table1.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -29,8 +27,6 @@ rule table2:
         step=FINAL_STEP,
     log:
         "logs/tables/table2.log",
-    benchmark:
-        "results/benchmarks/tables/table2.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -47,8 +43,6 @@ use rule table1 as table5 with:
         released=lambda w: released_pairs(config, config["tables"]["table5"]),
     log:
         "logs/tables/table5.log",
-    benchmark:
-        "results/benchmarks/tables/table5.tsv"
 
 
 use rule table2 as table6 with:
@@ -61,8 +55,6 @@ use rule table2 as table6 with:
         step=config["analysis"]["early_step"],
     log:
         "logs/tables/table6.log",
-    benchmark:
-        "results/benchmarks/tables/table6.tsv"
 
 
 rule table7:
@@ -74,8 +66,6 @@ rule table7:
         md="results/tables/table7.md",
     log:
         "logs/tables/table7.log",
-    benchmark:
-        "results/benchmarks/tables/table7.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -102,8 +92,6 @@ rule claims:
         norm_shuffles=config["analysis"]["norm_shuffles"],
     log:
         "logs/tables/claims.log",
-    benchmark:
-        "results/benchmarks/tables/claims.tsv"
     resources:
         mem_mb=4000,
         runtime=10,
@@ -135,8 +123,6 @@ use rule claims as cell_claims with:
         norm_shuffles=config["analysis"]["norm_shuffles"],
     log:
         "logs/scaling/{cell}/claims.log",
-    benchmark:
-        "results/benchmarks/scaling/{cell}/claims.tsv"
     wildcard_constraints:
         cell="|".join(c.name for c in CELLS) or "no_cells",
 
@@ -153,8 +139,6 @@ rule scaling_table:
         facts=[c.facts() for c in CELLS],
     log:
         "logs/tables/scaling.log",
-    benchmark:
-        "results/benchmarks/tables/scaling.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -168,8 +152,6 @@ rule scaling_figure:
         report("figures/scaling.pdf", caption="../report/scaling.rst", category="Figures"),
     log:
         "logs/figures/scaling.log",
-    benchmark:
-        "results/benchmarks/figures/scaling.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -193,8 +175,6 @@ rule claims_by_exposure:
         min_tokens=config["analysis"]["min_stratum_tokens"],
     log:
         "logs/tables/claims_by_exposure.log",
-    benchmark:
-        "results/benchmarks/tables/claims_by_exposure.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -219,8 +199,6 @@ use rule claims_by_exposure as cell_exposure with:
         min_tokens=config["analysis"]["min_stratum_tokens"],
     log:
         "logs/scaling/{cell}/claims_by_exposure.log",
-    benchmark:
-        "results/benchmarks/scaling/{cell}/claims_by_exposure.tsv"
     wildcard_constraints:
         cell="|".join(c.name for c in CELLS) or "no_cells",
 
@@ -235,8 +213,6 @@ rule scaling_exposure:
         facts=[{k: c.facts()[k] for k in SHAPE_COLUMNS} for c in CELLS],  # not the lens flags: strata need no lens
     log:
         "logs/tables/scaling_exposure.log",
-    benchmark:
-        "results/benchmarks/tables/scaling_exposure.tsv"
     conda:
         "../envs/tying.yaml"
     script:

@@ -7,8 +7,6 @@ rule tokenizer:
         tokenizer=config["tokenizer"],
     log:
         "logs/tokenizer.log",
-    benchmark:
-        "results/benchmarks/tokenizer.tsv"
     resources:
         mem_mb=4000,
         runtime=60,

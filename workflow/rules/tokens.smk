@@ -13,8 +13,6 @@ rule tokens_shard:
         counts="results/tokens/shard{shard}/counts.parquet",
     log:
         "logs/tokens/shard{shard}.log",
-    benchmark:
-        "results/benchmarks/tokens/shard{shard}.tsv"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -38,8 +36,6 @@ rule tokens:
         token_plan(config)
     log:
         "logs/tokens.log",
-    benchmark:
-        "results/benchmarks/tokens.tsv"
     conda:
         "../envs/tying.yaml"
     script:
@@ -57,8 +53,6 @@ rule drawn:
         at=lambda w: drawn_steps(config, int(w.steps)),
     log:
         "logs/drawn/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.log",
-    benchmark:
-        "results/benchmarks/drawn/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.tsv"
     resources:
         runtime=30,
     wildcard_constraints:
@@ -87,8 +81,6 @@ rule token_set:
         min_count=config["analysis"]["min_count"],
     log:
         "logs/token_sets/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/token_sets/{pair}/seed{seed}.tsv"
     wildcard_constraints:
         seed=r"\d+",
     conda:

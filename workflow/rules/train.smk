@@ -30,8 +30,6 @@ for checkpoints, archs in TRAIN_GROUPS.items():
             nproc=config["train"]["nproc"],
         log:
             "logs/train/{arch}/{variant}/seed{seed}.log",
-        benchmark:
-            "results/benchmarks/train/{arch}/{variant}/seed{seed}.tsv"
         resources:
             mem_mb=4000,
             runtime=120,

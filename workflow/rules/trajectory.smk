@@ -19,8 +19,6 @@ rule trajectory:
         edges=config["analysis"]["exposure_edges"],
     log:
         "logs/metrics/trajectory/{pair}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/metrics/trajectory/{pair}/seed{seed}.tsv"
     resources:
         # one point's untied, tied and scaled models at a time
         mem_mb=lambda w, input: request_mb("trajectory", [*input.untied, *input.tied, *input.get("scaled", [])],
@@ -44,8 +42,6 @@ rule claims_over_training:
         released=lambda w: released_pairs(config, claims_over_training_pairs()),
     log:
         "logs/tables/claims_over_training.log",
-    benchmark:
-        "results/benchmarks/tables/claims_over_training.tsv"
     conda:
         "../envs/tying.yaml"
     script:
