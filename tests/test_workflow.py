@@ -159,6 +159,18 @@ def test_slurm_profile_dry_run_gives_every_job_its_declared_resources(tmp_path):
     assert "mem_mb=4000" in train and "runtime=120" in train
 
 
+@pytest.mark.parametrize("profile,rate", [([], (100, 10)),
+                                          (["--profile", "profiles/slurm", "--workflow-profile", "none"], (20, 10))])
+def test_profiles_replan_ready_jobs_every_10_s_not_every_second(monkeypatch, profile, rate):
+    """Snakemake re-plans all ready jobs once per max-jobs-per-timespan span (its default 100/1s); the slurm
+    profile's 20/10s is what its older max-jobs-per-second: 2 meant, which that default overrode."""
+    from snakemake.cli import parse_args
+
+    monkeypatch.chdir(ROOT)
+    args = parse_args(["-n", *profile])[1]
+    assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == rate
+
+
 # --- Table 7 on the micro build's runs (tests/test_downstream.py has its parts) -----------------------------
 @pytest.fixture(scope="module")
 def table7_run(built, tmp_path_factory):
