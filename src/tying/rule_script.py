@@ -5,6 +5,8 @@ import resource
 import sys
 import time
 
+import psutil
+
 from tying.errors import PipelineError
 
 # The log's last line on success: the job process's wall seconds since it started (its imports
@@ -32,8 +34,6 @@ def job_cost():
     waited for, user and system, peak resident MB of it or of its largest child). Exact, from the kernel's
     own accounting, where snakemake's `benchmark:` samples the job's processes (every 0.5 s at first, a
     walk of their page tables each time) and misses the CPU after the last sample."""
-    import psutil  # snakemake's own dependency
-
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
     return (time.time() - psutil.Process().create_time(),
