@@ -48,7 +48,7 @@ def test_text_documents_are_joined_by_a_blank_line(tmp_path):
 
 def loss_frame():
     return pd.DataFrame([{"arch": "olmo", "variant": v, "seed": s, "step": step, "val_loss": loss,
-                          "perplexity": math.exp(loss)}
+                          "perplexity": math.exp(loss), "bigram_loss": 4.0, "margin": loss - 4.0, "unigram_loss": 6.0}
                          for v in ("tied", "tied_x5") for s in (0, 1) for step, loss in ((0, 9.0), (10, 3.0 + s))])
 
 
@@ -57,9 +57,9 @@ def test_table7_puts_the_paper_numbers_beside_a_measured_wikitext2_column():
                                for v in ("tied", "tied_x5") for s in (0, 1)
                                for m, x in (("WikiText-2 perplexity", 30.0 + s), ("arc_easy acc", 0.4))])
     table = table7(pd.concat([loss_frame(), downstream], ignore_index=True)).set_index("variant")
-    assert list(table.columns[:9]) == ["arch", "val loss", "perplexity", "WikiText-2 perplexity",
-                                       "WikiText-2 perplexity (paper)", "arc_easy acc", "interval", "n_seeds",
-                                       "val_loss_mean"]
+    assert list(table.columns[:12]) == ["arch", "val loss", "bigram table", "val loss - bigram", "unigram table",
+                                        "perplexity", "WikiText-2 perplexity", "WikiText-2 perplexity (paper)",
+                                        "arc_easy acc", "interval", "n_seeds", "val_loss_mean"]
     assert table.loc["tied", "WikiText-2 perplexity (paper)"] == "35.71"
     assert table.loc["tied_x5", "WikiText-2 perplexity (paper)"] == "36.64"
     assert table.loc["tied", "WikiText-2 perplexity_mean"] == pytest.approx(30.5)

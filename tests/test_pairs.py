@@ -81,15 +81,21 @@ def test_runs_token_sets_and_lens_tokens(config):
                                                    ("olmo", "untied", 0), ("olmo", "untied", 1)]
     assert pairs.has_token_set(config, "main") and not pairs.has_token_set(config, "hub")
     assert pairs.token_set_runs(config, "own", "3") == [(3, 3, 4, 16)]
+    assert pairs.quality_runs(config, "main") == [("tied", "olmo", "tied"), ("untied", "olmo", "untied"),
+                                                  ("tied_x5", "olmo", "tied_x5")]
+    assert pairs.quality_runs(config, "ctl") == [("tied", "gpt_neox", "untied"), ("untied", "olmo", "untied")]
     assert pairs.lens_tokens_source(config, "main", "tied") is None
     assert pairs.lens_tokens_source(config, "hub", "untied") == {"repo": "allenai/OLMo-1B-0724-hf", "revision": "def"}
 
 
 def test_claims_inputs_of_a_trained_and_a_released_claims_pair(config):
-    assert pairs.claims_metrics(config) == (list(pairs.CLAIMS_METRICS), [])
+    assert pairs.claims_metrics(config) == (list(pairs.CLAIMS_METRICS), {})
     assert not pairs.claims_at_paper_scale(config) and pairs.claims_sources(config) == []
+    config["tables"]["claims"] = ["main", "hub"]  # a released further pair has no quality (no tokens drawn)
+    assert pairs.claims_metrics(config)[1] == {"alignment": ["hub"], "knn": ["hub"], "quality": []}
     config["tables"]["claims"] = ["hub", "main"]
-    assert pairs.claims_metrics(config) == (["alignment", "knn", "evolution"], ["alignment", "knn"])
+    assert pairs.claims_metrics(config) == (["alignment", "knn", "evolution"],
+                                            {"alignment": ["main"], "knn": ["main"], "quality": ["main"]})
     assert pairs.claims_at_paper_scale(config)
     assert pairs.claims_sources(config) == ["results/hub/embeddings/allenai/OLMo-1B-hf/abc",
                                             "results/hub/embeddings/allenai/OLMo-1B-0724-hf/def"]

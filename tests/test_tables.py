@@ -7,6 +7,7 @@ import pytest
 
 from tying import frames, tables
 from tying.errors import PipelineError
+from tying.model_quality import loss_frame
 from tying.stats import format_cell, mean_ci, summarise, token_bootstrap_ci
 
 
@@ -193,19 +194,30 @@ def test_table2_final_step_and_table6_early_step():
         tables.table6(_scaling(), 50)
 
 
-def test_table7_loss_and_perplexity_at_last_step():
-    rows = [
-        (arch, variant, seed, step, 3.0 + 0.2 * seed + step / 100, float(np.exp(3.0 + 0.2 * seed)))
-        for arch in ("olmo",)
-        for variant in ("tied", "tied_x5")
-        for seed in (0, 1)
-        for step in (0, 300)
-    ]
-    loss = pd.DataFrame(rows, columns=["arch", "variant", "seed", "step", "val_loss", "perplexity"])
+def test_table7_loss_and_perplexity_at_last_step_beside_the_count_tables(tmp_path):
+    runs, logs, baselines = [], [], []
+    for variant in ("tied", "tied_x5"):
+        for seed in (0, 1):
+            log, baseline = tmp_path / f"{variant}{seed}.parquet", tmp_path / f"baseline{seed}.parquet"
+            pd.DataFrame({"step": [0, 150, 300], "val_loss": [9.0, np.nan, 3.0 + 0.2 * seed + (variant == "tied_x5")],
+                          "loss": 1.0}).to_parquet(log)
+            pd.DataFrame({"step": [300], "unigram_loss": [6.0], "bigram_loss": [4.0 + 0.1 * seed],
+                          "bigram_weight": [0.8]}).to_parquet(baseline)  # the count tables at the compared step only
+            runs.append(("olmo", variant, seed))
+            logs.append(log)
+            baselines.append(baseline)
+    loss = loss_frame(runs, logs, baselines)
+    assert len(loss) == 8 and loss.loc[loss["step"] == 0, "bigram_loss"].isna().all()  # no step-0 baseline asked
     table = tables.table7(loss).set_index("variant")
-    assert table.loc["tied", "val loss"] == f"6.100 [{6.1 - 10 * HALF_TWO_SEEDS / 5:.3f}, {6.1 + 10 * HALF_TWO_SEEDS / 5:.3f}]"
+    assert table.loc["tied", "val loss"] == f"3.100 [{3.1 - 2 * HALF_TWO_SEEDS:.3f}, {3.1 + 2 * HALF_TWO_SEEDS:.3f}]"
+    assert table.loc["tied", "bigram table"] == f"4.050 [{4.05 - HALF_TWO_SEEDS:.3f}, {4.05 + HALF_TWO_SEEDS:.3f}]"
+    assert table.loc["tied", "margin_mean"] == pytest.approx(-0.95)
+    assert table.loc["tied_x5", "margin_mean"] == pytest.approx(0.05)
+    assert table.loc["tied", "unigram_loss_mean"] == pytest.approx(6.0)
     assert table.loc["tied", "perplexity_mean"] == pytest.approx((np.exp(3.0) + np.exp(3.2)) / 2)
     assert table.loc["tied_x5", "perplexity (paper)"] == "36.64 (WikiText-2)"
+    assert list(table.columns[1:7]) == ["val loss", "bigram table", "val loss - bigram", "unigram table",
+                                        "perplexity", "perplexity (paper)"]
 
 
 def test_only_and_pick_name_what_is_missing():

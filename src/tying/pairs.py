@@ -15,9 +15,9 @@ from tying import grid
 
 ROLES = ("tied", "untied")
 # A pair's per-seed metrics the claims table reads; a released claims pair has the first three only.
-CLAIMS_METRICS = ("alignment", "knn", "evolution", "grad_flow", "norm_freq", "scaling")
+CLAIMS_METRICS = ("quality", "alignment", "knn", "evolution", "grad_flow", "norm_freq", "scaling")
 RELEASED_CLAIMS_METRICS = ("alignment", "knn", "evolution")
-FURTHER_CLAIMS_METRICS = ("alignment", "knn")  # the pairs after the first: C1 and C2
+FURTHER_CLAIMS_METRICS = ("alignment", "knn", "quality")  # the pairs after the first: C1, C2 and (trained) LM
 
 
 # --- References ------------------------------------------------------------------------------
@@ -222,11 +222,25 @@ def has_token_set(config, pair):
     return trained(config, pair)
 
 
+def run_shape(config, arch, seed, steps):
+    """(seed, steps, batch_size, seq_len): the batches a run of `arch` drew by step `steps`, which key its drawn
+    counts and count baselines."""
+    return int(seed), int(steps), config["train"]["batch_size"], model_dims(config, arch)["seq_len"]
+
+
 def token_set_runs(config, pair, seed):
-    """(seed, steps, batch_size, seq_len) of the runs a trained pair compares: the batches they drew."""
-    p, batch = config["pairs"][pair], config["train"]["batch_size"]
+    """run_shape of each run a trained pair compares: the batches they drew."""
+    p = config["pairs"][pair]
     archs = {p[role]["arch"] for role in ROLES if role in p and is_trained(p[role])}
-    return sorted({(int(seed), pair_step(config, pair), batch, model_dims(config, a)["seq_len"]) for a in archs})
+    return sorted({run_shape(config, a, seed, pair_step(config, pair)) for a in archs})
+
+
+def quality_runs(config, pair):
+    """(role, arch, variant) of a trained pair's models: its tied and untied runs, then its input-scaled
+    variants (role: the variant's name)."""
+    p = config["pairs"][pair]
+    runs = [(role, p[role]["arch"], p[role]["variant"]) for role in ROLES if role in p and is_trained(p[role])]
+    return runs + [(v, p["tied"]["arch"], v) for v in p.get("scaled", [])]
 
 
 def drawn_steps(config, steps):
@@ -250,10 +264,12 @@ def lens_tokens_source(config, pair, role):
 
 # --- Claims ----------------------------------------------------------------------------------
 def claims_metrics(config):
-    """(metrics of the first claims pair, metrics of the further pairs): the per-seed metric names
-    claim_statistics reads as its arguments; a released first pair has no training-time metrics."""
+    """(metrics of the first claims pair, {metric: the further pairs that have it}): the per-seed metric names
+    claim_statistics reads as its arguments; a released first pair has no training-time metrics, a released
+    further pair no quality."""
     first, *further = claims_pairs(config)
-    return pair_claims_metrics(config, first), list(FURTHER_CLAIMS_METRICS) if further else []
+    return pair_claims_metrics(config, first), {
+        m: [p for p in further if m != "quality" or trained(config, p)] for m in FURTHER_CLAIMS_METRICS if further}
 
 
 def claims_at_paper_scale(config):

@@ -37,7 +37,8 @@ FITS = {
     "held_out": "held-out", "held_out_chance": "chance (held-out, rows permuted)",
 }
 KNN_COLUMNS = {"overlap": "overlap", "null_overlap": "null (rows permuted)", "chance": "chance k/(n-1)"}
-LOSS_METRICS = {"val_loss": "val loss", "perplexity": "perplexity"}
+LOSS_METRICS = {"val_loss": "val loss", "bigram_loss": "bigram table", "margin": "val loss - bigram",
+                "unigram_loss": "unigram table", "perplexity": "perplexity"}
 
 # (pair, comparison, map) -> paper value; METHODS.md Table 1.
 PAPER_TABLE1 = {
@@ -177,11 +178,12 @@ def table6(scaling, step):
 
 
 def table7(loss, step=None):
-    """Table 7: held-out loss and perplexity, rows (arch, variant), then any downstream metrics.
+    """Table 7: held-out loss beside the count tables' and perplexity, rows (arch, variant), then any
+    downstream metrics.
 
-    loss: tidy frame (arch, variant, seed, step, val_loss, perplexity), concatenated with the
-    downstream rows (arch, variant, seed, step, metric, value: tying.downstream) when there are
-    any; last step per run. The paper's WikiText-2 numbers sit beside a measured WikiText-2 column,
+    loss: tidy frame (arch, variant, seed, step and LOSS_METRICS's columns: tying.model_quality.loss_frame),
+    concatenated with the downstream rows (arch, variant, seed, step, metric, value: tying.downstream) when
+    there are any; last step per run. The paper's WikiText-2 numbers sit beside a measured WikiText-2 column,
     else beside the held-out perplexity.
     """
     rows = at_step(loss, step, by=("arch", "variant"))
@@ -277,17 +279,6 @@ def write_table(table, csv_path, md_path):
         table.to_csv(tmp, index=False)
     with atomic_path(md_path) as tmp:
         tmp.write_text(markdown(table))
-
-
-def loss_frame(runs, logs):
-    """Table 7's held-out loss: a tidy frame (arch, variant, seed, step, val_loss, perplexity) from the
-    training logs `logs` (Parquet paths) of `runs` [(arch, variant, seed)], their evaluated steps."""
-    rows = []
-    for (arch, variant, seed), path in zip(runs, logs):
-        log = pd.read_parquet(path).dropna(subset=["val_loss"])
-        rows += [{"arch": arch, "variant": variant, "seed": seed, "step": int(r.step), "val_loss": r.val_loss,
-                  "perplexity": math.exp(r.val_loss)} for r in log.itertuples()]
-    return pd.DataFrame(rows)
 
 
 # The table of each table rule: rule name -> a builder of (frame, **the rule's params).

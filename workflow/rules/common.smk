@@ -13,10 +13,10 @@ from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, cla
                          claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
                          downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
                          initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir, pair_claims_metrics,
-                         pair_models, pair_seeds, pair_step, reference_name, released_pairs, scaled_models,
-                         scaled_variants, scaling_steps, schedule, survey_comparison, survey_pairs, token_plan,
-                         token_set_runs, trained, trained_control_dir, trajectory_models, trajectory_points,
-                         trajectory_variants)
+                         pair_models, pair_seeds, pair_step, quality_runs, reference_name, released_pairs,
+                         run_shape, scaled_models, scaled_variants, scaling_steps, schedule, survey_comparison,
+                         survey_pairs, token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
+                         trajectory_points, trajectory_variants)
 from tying.revisions import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
@@ -124,11 +124,12 @@ def claims_exposure_inputs(pairs):
 
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pairs, by claim_statistics argument name: the first pair's
-    metrics (tying.pairs.claims_metrics); the alignment and KNN metrics of the others as further_*."""
-    pair, *further = claims_pairs(config)
+    metrics (tying.pairs.claims_metrics); the alignment, KNN and quality metrics of the others as further_*."""
+    pair = claims_pairs(config)[0]
     metrics, further_metrics = claims_metrics(config)
     inputs = pair_claims_inputs(pair, metrics)
-    inputs |= {f"further_{name}": per_seed(getattr(rules, name), further) for name in further_metrics}
+    inputs |= {f"further_{name}": per_seed(getattr(rules, name), pairs) for name, pairs in further_metrics.items()
+               if pairs}
     inputs |= claims_exposure_inputs(claims_pairs(config))
     if claims_sources(config):  # a released pair: the fetch records naming the commits measured
         inputs["sources"] = claims_sources(config)
@@ -141,6 +142,18 @@ def cell_claims_inputs(wildcards):
     scaling.lens names."""
     inputs = pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell))
     return inputs | claims_exposure_inputs([wildcards.cell])
+
+
+def baseline_file(shape):
+    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.pairs.run_shape."""
+    return expand(rules.baseline.output[0], **dict(zip(("seed", "steps", "batch", "seq_len"), shape)))[0]
+
+
+def quality_inputs(w):
+    """A quality job's training logs and count baselines, one each per model of the pair (tying.pairs.quality_runs)."""
+    runs, step = quality_runs(config, w.pair), pair_step(config, w.pair)
+    return {"logs": [expand(rules.train.output.log, arch=a, variant=v, seed=w.seed)[0] for _, a, v in runs],
+            "baselines": [baseline_file(run_shape(config, a, w.seed, step)) for _, a, _ in runs]}
 
 
 def lens_inputs(pair, role, seed):
@@ -195,13 +208,14 @@ SURVEY_RUN, SURVEY_SKIPPED = survey_pairs(config, has_token=get_token() is not N
 # --- Claims over training (trajectory.smk) -----------------------------------------------------------
 def trajectory_inputs(pair, seed):
     """Model directories by role, one per point (scaled: one per point and variant); a trained pair's
-    analysed tokens' draws at every checkpoint (each point keeps the tokens seen by then) and their per-token
-    drifts (C4)."""
+    analysed tokens' draws at every checkpoint (each point keeps the tokens seen by then), their per-token
+    drifts (C4) and its models' quality (LM)."""
     inputs = trajectory_models(config, pair, seed)
     if not trained(config, pair):
         return inputs
     return inputs | {"by_step": expand(rules.token_set.output.by_step, pair=pair, seed=seed)[0],
-                     "evolution": expand(rules.evolution.output.tokens, pair=pair, seed=seed)[0]}
+                     "evolution": expand(rules.evolution.output.tokens, pair=pair, seed=seed)[0],
+                     "quality": expand(rules.quality.output[0], pair=pair, seed=seed)[0]}
 
 
 def claims_over_training_pairs():

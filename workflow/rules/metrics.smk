@@ -147,10 +147,53 @@ rule norm_freq:
         "../scripts/metric_norm_freq.py"
 
 
+rule baseline:
+    input:
+        train=rules.tokens.output.train,
+        val=rules.tokens.output.val,
+        meta=rules.tokens.output.meta,
+    output:
+        "results/baselines/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.parquet",
+    params:
+        at=lambda w: drawn_steps(config, int(w.steps)),
+        eval_batches=config["train"]["eval_batches"],
+    log:
+        "logs/baselines/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.log",
+    wildcard_constraints:
+        seed=r"\d+",
+        steps=r"\d+",
+        batch=r"\d+",
+        seq_len=r"\d+",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/baseline.py"
+
+
+rule quality:
+    input:
+        unpack(quality_inputs),
+    output:
+        "results/metrics/quality/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        runs=lambda w: quality_runs(config, w.pair),
+    log:
+        "logs/metrics/quality/{pair}/seed{seed}.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/metric_quality.py"
+
+
 rule loss:
     input:
         logs=lambda w: [
             expand(rules.train.output.log, arch=a, variant=v, seed=s)[0]
+            for a, v, s in downstream_runs(config)
+        ],
+        baselines=lambda w: [
+            baseline_file(run_shape(config, a, s, schedule(config, {"arch": a, "variant": v}).final))
             for a, v, s in downstream_runs(config)
         ],
     output:
