@@ -18,6 +18,7 @@ from tying.errors import PipelineError
 from tying.frames import at_step, markdown, only, pick
 from tying.io import atomic_path, write_parquet
 from tying.lens_certificate import NOT_CONVERGED, certificate, seed_window_interval
+from tying.model_quality import quality_detail, worst_margin
 from tying.norm_frequency import BINS_PER_DECADE, MIN_BIN_TOKENS, rise_and_fall, shape_stats, shuffled_rise_fall
 from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 
@@ -63,6 +64,12 @@ class Statistic:
 
 
 CLAIMS = {
+    "LM": Claim(
+        "The pair's models predict held-out text better than a bigram table of the tokens they drew",
+        "largest over the pair's models of validation loss minus the interpolated bigram table's, on the same "
+        "targets (nats)",
+        "not in the paper (its models are trained language models)", math.nan, direction="<",
+    ),
     "C1": Claim(
         "The tied matrix aligns better with the untied output matrix than with the untied input matrix",
         "held-out mean linear-map cosine Output(U)->Tied minus Input(U)->Tied (maps fitted on 80% of tokens)",
@@ -137,7 +144,7 @@ CLAIMS |= {
 ALL_TOKENS = "all analysed"  # the token_set of the all-token rows (tying.exposure adds comparable-token rows)
 
 MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
-              "criterion", "verdict", "detail"]
+              "criterion", "needs", "testable", "verdict", "detail"]
 
 
 def alignment_gap(alignment, pair="main", step=None, scored="held_out", target="true", per_token=False):
@@ -279,17 +286,21 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
 
 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
-                     scaling=None, lens=None, *, pair="main", k=10, early_steps=None,
+                     scaling=None, lens=None, quality=None, *, pair="main", k=10, early_steps=None,
                      scaled_variant="tied_x5", lens_convergence=None, norm_shuffles=NORM_SHUFFLES,
                      lens_windows=None):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
-    Frames are the tidy metric tables (`lens`: the lens metric of both models of the pair;
+    Frames are the tidy metric tables (`quality`: tying.model_quality's rows, claim LM; `lens`: the lens
+    metric of both models of the pair;
     `lens_windows`, `lens_convergence`: the lens jobs' per-window KL and the reference lenses' checks, C3's
     interval and certificate); early_steps: the last step
     of "early training" for C5 (None: every logged step); norm_shuffles: C6b's chance level's shuffles.
     """
     out = {}
+    if quality is not None:
+        rows = only(quality, pair=pair)
+        out["LM"] = Statistic(worst_margin(rows), detail=quality_detail(rows))
     if alignment is not None:
         out["C1"] = Statistic(
             alignment_gap(alignment, pair), in_sample=alignment_gap(alignment, pair, scored="in_sample"),
@@ -323,8 +334,9 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
     """The claims table and its per-seed values -> (table, seeds), as results/tables/claims.* hold them.
 
     frames: {claim_statistics argument: tidy frame} of the first of `pairs`; further: {"alignment",
-    "knn": frames} of the pairs after it (C1 and C2 each); commits: the full commits of a released
-    pair's tied and untied models; paper_scale: a paper-scale run's claims table, shown beside ours;
+    "knn", and for trained pairs "quality": frames} of the pairs after it (C1, C2 and LM each); commits: the
+    full commits of a released pair's tied and untied models; paper_scale: a paper-scale run's claims table,
+    shown beside ours;
     at_paper_scale: the first pair is released models, so its numbers are the paper-scale ones; mixture: the
     further pair that is the mixture control, whose C1 and C2 calibrate the first pair's (C1cal, C2cal).
     """
@@ -344,7 +356,8 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
             paper_scale_rows=rows, paper_scale_commits=table.get("commits", ""))
     seeds = seed_table(statistics).assign(pair=pair)
     if others:
-        more, more_seeds = further_claims(further["alignment"], further["knn"], others, k, released)
+        more, more_seeds = further_claims(further["alignment"], further["knn"], others, k, released,
+                                          further.get("quality"))
         table, seeds = pd.concat([table, more], ignore_index=True), pd.concat([seeds, more_seeds], ignore_index=True)
     if mixture is not None:
         calibrated = calibrated_statistics(statistics, seed_statistics(seeds, mixture))
@@ -371,12 +384,14 @@ def calibrated_statistics(statistics, mixture):
     return out
 
 
-def further_claims(alignment, knn, pairs, k=10, released=()):
+def further_claims(alignment, knn, pairs, k=10, released=(), quality=None):
     """C1 and C2 of each of `pairs` (claims pairs after the first: negative controls, other pairs), from
-    their alignment and KNN metrics -> (claims_table rows with a pair column, seed_table rows)."""
+    their alignment and KNN metrics, and LM from the trained pairs' `quality` -> (claims_table rows with a
+    pair column, seed_table rows)."""
     tables, seeds = [], []
     for pair in pairs:
-        statistics = claim_statistics(alignment=alignment, knn=knn, pair=pair, k=k)
+        own = None if pair in released or quality is None else quality
+        statistics = claim_statistics(alignment=alignment, knn=knn, quality=own, pair=pair, k=k)
         tables.append(claims_table(statistics, one_pair=pair in released, pair=pair))
         seeds.append(seed_table(statistics).assign(pair=pair))
     return pd.concat(tables, ignore_index=True), pd.concat(seeds, ignore_index=True)
@@ -430,7 +445,7 @@ def claims_table(statistics, one_pair=False, pair=None):
             "on_claimed_side": f"{int(claim.on_side(values).sum())} of {n} seed{'s' * (n != 1)}",
             "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
             "criterion": claim.criterion, "verdict": stat.verdict or verdict(claim, values, low, high, one_pair), "detail": stat.detail,
-            "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n,
+            "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n, "seeds_on_side": int(claim.on_side(values).sum()),
             "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
         }
         rows.append(row)
@@ -486,7 +501,8 @@ def write_claims(table, seeds, parquet_path, md_path, seeds_path):
     extra = [c for c in ("commits", "paper_scale", "paper_scale_differs", "paper_scale_rows", "paper_scale_commits")
              if c in table.columns]
     with atomic_path(md_path) as tmp:
-        shown = MD_COLUMNS[:1] + ["token_set"] * ("token_set" in table.columns) + MD_COLUMNS[1:]
+        shown = [c for c in MD_COLUMNS[:1] + ["token_set"] * ("token_set" in table.columns) + MD_COLUMNS[1:]
+                 if c in table.columns]
         tmp.write_text(markdown(table, ["pair"] * ("pair" in table.columns) + shown + extra))
 
 

@@ -2,6 +2,7 @@ import pandas as pd
 
 from tying.claims import claims_report, write_claims
 from tying.exposure import comparable_rows, pairs_values, read_token_sets, with_comparable
+from tying.preconditions import apply, pair_checks
 from tying.rule_script import run
 from tying.survey import source_commit
 from tying.tidy import read_frames
@@ -28,6 +29,7 @@ def main(snakemake):
                               k=p.k, scaled_variant=p.scaled_variant)
         rows, seed_rows = comparable_rows(values, p.pairs, p.comparable_draws, p.mixture)
         table, seeds = with_comparable(table, rows, p.pairs), with_comparable(seeds, seed_rows, p.pairs)
+    table = apply(table, pair_checks(table, p.pairs[0], frames.get("lens"), frames.get("norm_freq")))
     write_claims(table, seeds, snakemake.output.parquet, snakemake.output.md, snakemake.output.seeds)
 
 
