@@ -54,8 +54,17 @@ def _embeddings(g, vocab, width, tied_like=None, a=0.0):
     return Embeddings(mix, mix, True, tokens)
 
 
+def _quality(seed, steps, margins):
+    """Quality rows of one seed's three models, `margins[step]` nats from a 4-nat bigram table at each step."""
+    frame = pd.DataFrame([{"pair": "main", "seed": seed, "role": v, "arch": "olmo", "variant": v, "step": step,
+                           "val_loss": 4.0 + margins[step] + 0.01 * seed, "unigram_loss": 6.0, "bigram_loss": 4.0,
+                           "bigram_weight": 0.8} for v in ("tied", "untied", "tied_x5") for step in steps])
+    return frame.assign(margin=frame["val_loss"] - frame["bigram_loss"])
+
+
 def test_the_last_point_of_a_trained_pair_is_the_claims_table():
     steps, variants, rows, frames = (0, 10, 20), {"tied": 0.7, "tied_x5": 0.5}, [], {}
+    margins = {0: 0.0, 10: 0.2, 20: -0.4}  # the models pass their bigram table between steps 10 and 20
     keep = np.arange(3, 300)  # the analysed tokens: some ids left out, as min_count leaves them
     for seed in range(3):
         g = torch.Generator().manual_seed(seed)
@@ -66,8 +75,9 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
             models[step] = untied, scaled
             untied_runs.append((step, untied))
         evolution, per_token = (with_ids(f, {"run": "main", "seed": seed}) for f in evolution_frames(untied_runs, keep))
+        quality = _quality(seed, steps, margins)
         for step, (untied, scaled) in models.items():
-            rows.append(point_rows(untied, scaled["tied"], scaled, keep, per_token, analysis=ANALYSIS, k=5,
+            rows.append(point_rows(untied, scaled["tied"], scaled, keep, per_token, quality, analysis=ANALYSIS, k=5,
                                    approximate=False, scaled_variant="tied_x5",
                                    ids={"pair": "main", "seed": seed, "step": step}).assign(
                 pair="main", seed=seed, point=steps.index(step), step=step, tokens=step * 64))
@@ -79,6 +89,7 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
             "scaling": pd.concat([with_ids(scaling_frame(emb, untied, keep=keep, **OPTIONS), {**ids, "variant": v})
                                   for v, emb in scaled.items()]),
             "evolution": evolution,
+            "quality": quality,
         }
         for name, frame in final.items():
             frames.setdefault(name, []).append(frame)
@@ -86,12 +97,17 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
     table = summarise(pd.concat(rows, ignore_index=True))
 
     last = table[table["step"] == steps[-1]].set_index("claim")
-    assert list(last.index) == ["C1", "C2", "C4", "C7a", "C7b"]
+    assert list(last.index) == ["LM", "C1", "C2", "C4", "C7a", "C7b"]
+    assert last.loc["LM", "verdict"] == "holds" and (last["testable"] == "yes").all()
     for column in ("mean", "ci_low", "ci_high"):  # C4 from per-token drifts: equal to float32 rounding
         assert last[column].to_dict() == pytest.approx(claims.loc[last.index, column].to_dict(), rel=1e-6), column
     assert last["verdict"].to_dict() == claims.loc[last.index, "verdict"].to_dict()
     c1 = table[table["claim"] == "C1"].set_index("step")["mean"]
     assert c1[0] < -0.3 < 0.3 < c1[20]  # the planted tied matrix turns from input-like to output-like
+    before = table[table["step"] == 10].set_index("claim")  # models still worse than their bigram table
+    assert before.loc["LM", "verdict"] == "does not hold"
+    assert (before.drop(index="LM")["verdict"] == "not testable here").all()
+    assert before.loc["C1", "testable"].startswith("no: language model: LM 0.210")
     assert set(table.loc[table["step"] == 0, "n_seeds"]) == {3}
     assert table.loc[table["claim"] == "C1", "chance_mean"].abs().max() < 0.1
 

@@ -13,19 +13,20 @@ import math
 import pandas as pd
 
 from tying.alignment import alignment_frame, scaling_frame
-from tying.claims import CLAIMS, Statistic, claim_statistics, claims_table
+from tying import preconditions
+from tying.claims import ALL_TOKENS, CLAIMS, Statistic, claim_statistics, claims_table
 from tying.io import atomic_path
 from tying.knn_overlap import knn_frame
 from tying.stats import format_cell
 from tying.frames import markdown
 from tying.tidy import with_ids
 
-CLAIM_IDS = ("C1", "C2", "C4", "C7a", "C7b")
+CLAIM_IDS = ("LM", "C1", "C2", "C4", "C7a", "C7b")
 POINT_COLUMNS = ["pair", "point", "step", "tokens", "analysed_tokens", "exposure", "tied", "untied", "tied_tokens",
                  "untied_tokens"]
 KINDS = ("value", "in_sample", "chance")  # per-seed rows; "token": one seed's per-token values
-TABLE_COLUMNS = ["claim", "mean", "ci_low", "ci_high", "n_seeds", "interval", "chance", "verdict", "on_claimed_side",
-                 "paper_value"]
+TABLE_COLUMNS = ["claim", "mean", "ci_low", "ci_high", "n_seeds", "interval", "chance", "testable", "verdict",
+                 "on_claimed_side", "paper_value"]
 MD_COLUMNS = ["pair", "claim", "step", "tokens", "analysed_tokens", "exposure", "tied", "untied", "ours", "interval",
               "chance", "verdict"]
 
@@ -45,14 +46,18 @@ def point_frames(untied, tied, scaled, keep, analysis, k, approximate):
     return frames
 
 
-def point_rows(untied, tied, scaled, keep, evolution, *, ids, analysis, k, approximate, scaled_variant):
+def point_rows(untied, tied, scaled, keep, evolution, quality=None, *, ids, analysis, k, approximate,
+               scaled_variant):
     """One seed's statistic rows at one point: point_frames with `ids` (pair, seed, step) on the tokens `keep`,
     reduced by statistic_rows with the seed's per-token `evolution` drifts (or None) up to that step, on the
-    same tokens."""
+    same tokens, and its models' `quality` rows (or None) at that step."""
     frames = {name: with_ids(f, ids) for name, f in point_frames(untied, tied, scaled, keep, analysis, k,
                                                                  approximate).items()}
     if evolution is not None:
         evolution = drift_means(evolution[evolution["step"] <= ids["step"]], keep)
+    if quality is not None:
+        quality = quality[quality["step"] == ids["step"]]
+        frames["quality"] = quality if len(quality) else None
     return statistic_rows(frames, evolution, pair=ids["pair"], k=k, scaled_variant=scaled_variant)
 
 
@@ -66,8 +71,8 @@ def drift_means(per_token, keep=None):
 def statistic_rows(frames, evolution=None, *, pair, k, scaled_variant):
     """Tidy rows (claim, kind, token_id, value) of one seed's claim statistics at one point.
 
-    frames: point_frames with columns pair, seed, step; evolution: the seed's evolution frame up to
-    this point's step (C4), or None. kind is value, in_sample or chance (token_id -1), or token (the
+    frames: point_frames with columns pair, seed, step (and "quality": the models' quality rows at the step,
+    claim LM); evolution: the seed's evolution frame up to this point's step (C4), or None. kind is value, in_sample or chance (token_id -1), or token (the
     per-token values a single pair of models is bootstrapped over).
     """
     statistics = claim_statistics(**frames, evolution=evolution, pair=pair, k=k, scaled_variant=scaled_variant)
@@ -88,11 +93,14 @@ def statistic_rows(frames, evolution=None, *, pair, k, scaled_variant):
 
 def summarise(rows, released=()):
     """One row per (pair, point, claim): claims_table's mean, interval and verdict over seeds (a
-    `released` pair: one pair of models, a token bootstrap), the mean chance level, and the point's ids."""
+    `released` pair: one pair of models, a token bootstrap), the mean chance level, and the point's ids.
+    A claim that needs language models is "not testable here" at a point where LM does not hold
+    (tying.preconditions)."""
     out = []
     for (pair, _), group in rows.groupby(["pair", "point"], sort=False):
         statistics = {cid: _statistic(g) for cid, g in group.groupby("claim", sort=False)}
-        table = claims_table(statistics, one_pair=pair in released)[TABLE_COLUMNS]
+        table = claims_table(statistics, one_pair=pair in released, pair=pair).assign(token_set=ALL_TOKENS)
+        table = preconditions.apply(table, preconditions.pair_checks(table, pair))[TABLE_COLUMNS]
         chance = {cid: _mean(s.chance) for cid, s in statistics.items()}
         ids = group[[c for c in POINT_COLUMNS if c in group.columns]].iloc[0].to_dict()
         if "seen_tokens" in group.columns:  # a trained pair's tokens seen by this point, fewest to most over seeds;

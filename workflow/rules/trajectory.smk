@@ -32,7 +32,8 @@ rule trajectory:
 
 rule claims_over_training:
     input:
-        lambda w: per_seed(rules.trajectory, claims_over_training_pairs()),
+        trajectory=lambda w: per_seed(rules.trajectory, claims_over_training_pairs()),
+        quality=lambda w: per_seed(rules.quality, [p for p in claims_over_training_pairs() if trained(config, p)]),
     output:
         csv=report("results/tables/claims_over_training.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/claims_over_training.md",

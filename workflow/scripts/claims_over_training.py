@@ -5,10 +5,10 @@ from tying.trajectory import summarise, write_claims_over_training
 
 
 def main(snakemake):
-    released, out = snakemake.params.released, snakemake.output
-    table = summarise(read_frames(snakemake.input), released)
+    inp, released, out = snakemake.input, snakemake.params.released, snakemake.output
+    table = summarise(read_frames(inp.trajectory), released)
     write_claims_over_training(table, out.csv, out.md)
-    plot_claims_over_training(table, out.figure, released)
+    plot_claims_over_training(table, out.figure, released, read_frames(inp.quality) if inp.quality else None)
 
 
 run(snakemake, main)

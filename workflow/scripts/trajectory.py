@@ -15,6 +15,7 @@ def main(snakemake):
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     evolution = pd.read_parquet(inp.evolution) if "evolution" in inp.keys() else None
     by_step = pd.read_parquet(inp.by_step) if "by_step" in inp.keys() else None
+    quality = pd.read_parquet(inp.quality) if "quality" in inp.keys() else None
     scaled = iter(inp.scaled) if "scaled" in inp.keys() else iter(())
     out = []
     for point, (ids, untied_dir, tied_dir) in enumerate(zip(p.points, inp.untied, inp.tied)):
@@ -24,8 +25,9 @@ def main(snakemake):
             print(f"step {ids['step']}: {len(keep)} tokens drawn {p.min_count}+ times yet; no claims at this point")
             continue
         untied, tied = load_embeddings(untied_dir, rows=rows), load_embeddings(tied_dir, rows=rows)
-        stats = point_rows(untied, tied, {v: load_embeddings(d, rows=rows) for v, d in zip(p.variants, variants)},
-                           keep, evolution, ids={**p.ids, "step": ids.get("step", point)}, analysis=p.analysis, k=p.k,
+        scaled_models = {v: load_embeddings(d, rows=rows) for v, d in zip(p.variants, variants)}
+        stats = point_rows(untied, tied, scaled_models, keep, evolution, quality,
+                           ids={**p.ids, "step": ids.get("step", point)}, analysis=p.analysis, k=p.k,
                            approximate=p.approximate, scaled_variant=p.variants[-1] if p.variants else None)
         seen = {} if keep is None else {"seen_tokens": len(keep), "exposure": strata_text(by_step, ids["step"], keep,
                                                                                           p.edges)}
