@@ -14,6 +14,10 @@ checkpoints' training.json) at the single-thread peak: what the training stage w
 start-up, no checkpoints and a core of its own. With --cells (a scaling grid's build), job-seconds per
 grid cell and stage too: a job belongs to the cell its path names (tying.grid's d{hidden}_l{layers}_s{steps});
 the data jobs and the sweep's table and figure to none.
+
+Budgets are stated for the faster 2-core class at a 1-thread peak of REFERENCE_PEAK GFLOP/s; the normalised
+job-seconds (job-seconds x this machine's 1-thread peak / REFERENCE_PEAK) check a build on either class
+against them.
 """
 import argparse
 import json
@@ -29,6 +33,7 @@ from train_bench import flops_per_token, gemm_peak
 from tying.rule_script import COST_LINE
 
 STAGES = ("train", "lens", "metrics", "figures", "tables", "data")
+REFERENCE_PEAK = 180.0  # GFLOP/s, 1-thread fp32: the faster class's, which the budgets are stated for
 DATA = {"corpus", "tokenizer", "tokens", "hub"}
 CELL = re.compile(r"^d\d+_l\d+_s\d+$")  # tying.grid.cell_name
 
@@ -120,6 +125,9 @@ def main():
     (one_cpu, one_wall), (two, _) = gemm_peak(1), gemm_peak(2)
     print(f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
           f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads")
+    job_seconds = table.loc["total", "job_seconds"]
+    print(f"normalised: {job_seconds:.0f} job-seconds x {one_cpu:.1f} / {REFERENCE_PEAK:.0f} = "
+          f"{job_seconds * one_cpu / REFERENCE_PEAK:.0f} job-seconds at the faster class's peak")
     flops = training_flops(jobs, args.build / "results")
     if flops:
         floor = flops / (one_cpu * 1e9)
