@@ -10,6 +10,7 @@ analysis, lens) is the config's own, shared by every cell:
       sizes:                      # the model-size axis: hidden size together with layers, small to large
         - {hidden_size: 64, layers: 2}
         - {hidden_size: 96, layers: 3, heads: 4, intermediate_size: 384}   # heads, intermediate_size: optional
+        - {hidden_size: 96, layers: 6, scaled: []}   # scaled: this size's own input-scaled variants
       steps: [300, 1500]          # the token-budget axis: optimizer steps of each run
       checkpoint_fractions: [0, 1]  # exported steps, as fractions of a cell's steps (0 and 1 required)
       seeds: [0, 1, 2]            # 3 or more for verdicts (claims.MIN_SEEDS); fewer give the direction only
@@ -139,13 +140,14 @@ def cells(config):
     out = []
     for i, size in enumerate(grid["sizes"]):
         dims = _dims(grid, size, f"scaling.sizes.{i}")
+        own = _variants(config, {**grid, "scaled": size["scaled"]}) if "scaled" in size else variants
         for steps in sorted(set(grid["steps"])):
             if steps < 1:
                 raise PipelineError(f"scaling.steps: {steps} is not a positive number of steps")
             checkpoints = tuple(sorted({round(f * steps) for f in fractions}))
             out.append(Cell(**dims, steps=steps, checkpoints=checkpoints, seeds=seeds,
                             batch_size=config["train"]["batch_size"], seq_len=config["model"]["seq_len"],
-                            vocab_size=config["tokenizer"]["vocab_size"], **variants))
+                            vocab_size=config["tokenizer"]["vocab_size"], **own))
     names = [c.name for c in out]
     if len(set(names)) < len(names):
         raise PipelineError("scaling.sizes: two sizes share a hidden size and layer count, so their cells' names "
