@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from tying.baselines import DrawnPairs, count_baselines, interpolation_weight, validation_pairs
+from tying import baselines
+from tying.baselines import count_baselines, validation_pairs
 from tying.batches import train_batch
 
 V, SEQ, BATCH = 12, 32, 16
@@ -87,8 +88,19 @@ def test_the_interpolation_weight_is_chosen_without_the_validation_tokens(chain)
 def test_the_weight_trusts_the_bigram_as_far_as_held_out_training_tokens_do():
     deterministic = np.tile(np.arange(V), 2_000).astype(np.uint16)  # each token fixes the next one
     memoryless = np.random.default_rng(3).integers(0, V, 24_000).astype(np.uint16)
-    weights = {}
-    for name, ids in (("deterministic", deterministic), ("memoryless", memoryless)):
-        pairs = DrawnPairs(ids, V, 0, 40, BATCH, SEQ)
-        weights[name] = interpolation_weight(pairs, pairs.draws(40))
+    weights = {name: count_baselines(ids, ids[:8 * BATCH * SEQ + 1], V, (0, 40, BATCH, SEQ), 8, [40])
+               ["bigram_weight"].iloc[0] for name, ids in (("deterministic", deterministic), ("memoryless", memoryless))}
     assert weights["deterministic"] > 0.99 and weights["memoryless"] < 0.2
+
+
+def test_a_run_past_the_held_out_sample_chooses_its_weight_on_a_sample_and_counts_every_pair(chain, monkeypatch):
+    train, val, _, _ = chain
+    whole = count_baselines(train, val, V, (0, 40, BATCH, SEQ), 8, [40]).iloc[0]
+    monkeypatch.setattr(baselines, "HELD_OUT_PAIRS", 100 * SEQ)  # 100 of the 640 windows drawn
+    monkeypatch.setattr(baselines, "CHUNK_WINDOWS", 7)
+    sampled = count_baselines(train, val, V, (0, 40, BATCH, SEQ), 8, [40]).iloc[0]
+    assert sampled["bigram_weight"] != whole["bigram_weight"]
+    assert sampled["bigram_weight"] == pytest.approx(whole["bigram_weight"], abs=0.05)
+    assert sampled["unigram_loss"] == pytest.approx(whole["unigram_loss"], rel=1e-12)  # counts: every pair
+    bigram, _ = direct_bigram_loss(train, val, 40, sampled["bigram_weight"])
+    assert sampled["bigram_loss"] == pytest.approx(bigram, rel=1e-12)

@@ -10,7 +10,10 @@ windows it drew by then, each as often as drawn. From their counts c:
   an a never drawn).
 The weight w is chosen on held-out training tokens, never on the validation split: the drawn windows fall in
 FOLDS contiguous blocks of the corpus, each block's pairs are scored with counts from the other blocks, and w
-maximises their summed log-likelihood (concave in w: found by bisection of its derivative).
+maximises their summed log-likelihood (concave in w: found by bisection of its derivative). A run that drew
+more than HELD_OUT_PAIRS pairs scores an evenly spaced sample of its drawn windows; the counts are always
+every drawn pair's. Memory is the distinct pairs scored (validation and held out) per fold, not the pairs
+drawn, so a paper-scale run is counted in one pass over its draws.
 """
 import numpy as np
 import pandas as pd
@@ -19,6 +22,8 @@ from tying.batches import drawn_windows, eval_batches, window_count
 from tying.io import write_parquet
 
 FOLDS = 5
+HELD_OUT_PAIRS = 1 << 22
+CHUNK_WINDOWS = 4096  # drawn windows read at a time
 COLUMNS = ["step", "positions", "targets", "unigram_loss", "bigram_loss", "bigram_weight"]
 
 
@@ -29,82 +34,76 @@ def validation_pairs(val_ids, n_batches, batch_size, seq_len):
     return tuple(np.concatenate([b[i].numpy().ravel() for b in batches]) for i in (0, 1))
 
 
-class DrawnPairs:
-    """The (input, target) pairs of the windows a run shape drew, counted at any step up to `steps`.
-
-    Pairs are keyed a * vocab + b; `keys` holds each distinct key of the windows ever drawn, `index` the key
-    of every pair of those windows (one row per window), so a step's counts are a weighted bincount of
-    `index` by how often each window had been drawn.
-    """
-
-    def __init__(self, ids, vocab, seed, steps, batch_size, seq_len):
-        n = window_count(len(ids), seq_len)
-        self.vocab, self.batch_size, self.seq_len = vocab, batch_size, seq_len
-        self.order = drawn_windows(n, seed, batch_size, 1, steps) if steps else np.zeros(0, np.int64)
-        self.windows = np.unique(self.order)
-        starts = self.windows * seq_len
-        tokens = np.stack([np.asarray(ids[s:s + seq_len + 1], dtype=np.int64) for s in starts]) if len(starts) \
-            else np.zeros((0, seq_len + 1), np.int64)
-        self.keys, index = np.unique(tokens[:, :-1] * vocab + tokens[:, 1:], return_inverse=True)
-        self.index = index.reshape(len(starts), seq_len)
-        self.fold = self.windows * FOLDS // n  # contiguous blocks of the corpus
-
-    def draws(self, step):
-        """(windows,) how often each of `windows` was drawn by `step`."""
-        return np.bincount(np.searchsorted(self.windows, self.order[:step * self.batch_size]),
-                           minlength=len(self.windows))
-
-    def counts(self, draws):
-        """(keys,) float64 count of each key when the windows were drawn `draws` times."""
-        weights = np.broadcast_to(draws[:, None], self.index.shape).ravel()
-        return np.bincount(self.index.ravel(), weights=weights, minlength=len(self.keys))
+def window_pairs(ids, windows, seq_len, vocab):
+    """(windows, seq_len) int64 keys a * vocab + b of the (input, target) pairs of each window."""
+    if not len(windows):
+        return np.zeros((0, seq_len), np.int64)
+    tokens = np.stack([np.asarray(ids[w * seq_len:(w + 1) * seq_len + 1], dtype=np.int64) for w in windows])
+    return tokens[:, :-1] * vocab + tokens[:, 1:]
 
 
-def unigram_probability(counts, keys, vocab, targets):
-    """Add-one unigram probability of each of `targets` from pair counts."""
-    target_counts = np.bincount(keys % vocab, weights=counts, minlength=vocab)
-    return (target_counts[targets] + 1) / (counts.sum() + vocab)
+class Counts:
+    """Per-fold counts of the pairs a run drew: each fold's count of every `keys` pair (sorted query keys), of
+    every input and of every target. `add` takes drawn windows as they come; a fold's row holds the pairs of
+    the drawn windows in that block of the corpus."""
+
+    def __init__(self, keys, vocab):
+        self.keys, self.vocab = keys, vocab
+        self.pair = np.zeros((FOLDS, len(keys)))
+        self.inputs = np.zeros((FOLDS, vocab))
+        self.targets = np.zeros((FOLDS, vocab))
+
+    def add(self, pairs, folds):
+        """Count `pairs` ((windows, seq_len) keys) of windows in `folds` ((windows,) fold of each)."""
+        fold = np.broadcast_to(folds[:, None], pairs.shape).ravel()
+        flat = pairs.ravel()
+        for counts, index in ((self.inputs, flat // self.vocab), (self.targets, flat % self.vocab)):
+            counts += np.bincount(fold * self.vocab + index, minlength=counts.size).reshape(counts.shape)
+        at = _positions(self.keys, flat)
+        found = at >= 0
+        self.pair += np.bincount(fold[found] * len(self.keys) + at[found],
+                                 minlength=self.pair.size).reshape(self.pair.shape)
+
+    def total(self):
+        """(pair, inputs, targets) summed over the folds."""
+        return self.pair.sum(0), self.inputs.sum(0), self.targets.sum(0)
+
+    def without(self, fold):
+        """(pair, inputs, targets) of every fold but `fold`."""
+        return tuple(c.sum(0) - c[fold] for c in (self.pair, self.inputs, self.targets))
 
 
-def bigram_parts(counts, keys, vocab, inputs, targets):
-    """(ratio, seen, unigram) per (input, target) pair: c(a, b) / c(a), whether a was drawn, and p(b)."""
-    context = np.bincount(keys // vocab, weights=counts, minlength=vocab)[inputs]
-    seen = context > 0
-    pair = _lookup(keys, counts, inputs * vocab + targets)
-    return pair / np.where(seen, context, 1), seen, unigram_probability(counts, keys, vocab, targets)
-
-
-def _lookup(keys, counts, query):
-    """The count of each `query` key in sorted `keys` (0 where absent)."""
+def _positions(keys, query):
+    """Index of each `query` key in sorted `keys`, -1 where absent."""
     if not len(keys):
-        return np.zeros(len(query))
+        return np.full(len(query), -1)
     at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
-    return np.where(keys[at] == query, counts[at], 0.0)
+    return np.where(keys[at] == query, at, -1)
+
+
+def table_parts(counts, query):
+    """(ratio, seen, unigram) of each query key from (pair, inputs, targets) counts of `Counts.keys`:
+    c(a, b) / c(a), whether a was drawn, and the add-one unigram p(b)."""
+    (pair, inputs, targets), keys, vocab = counts
+    at = _positions(keys, query)
+    a, b = query // vocab, query % vocab
+    seen = inputs[a] > 0
+    joint = np.where(at >= 0, pair[np.maximum(at, 0)], 0.0)
+    return joint / np.where(seen, inputs[a], 1), seen, (targets[b] + 1) / (targets.sum() + vocab)
 
 
 def bigram_probability(weight, ratio, seen, unigram):
     return np.where(seen, weight * ratio + (1 - weight) * unigram, unigram)
 
 
-def interpolation_weight(pairs, draws, iterations=40):
-    """The bigram weight that maximises the held-out log-likelihood of the drawn pairs, each fold of windows
-    scored with counts from the others (each pair as often as drawn); NaN when nothing is held out."""
-    parts, total = [], pairs.counts(draws)
-    for fold in range(FOLDS):
-        held = np.where(pairs.fold == fold, draws, 0)
-        if not held.any():
-            continue
-        held_counts = pairs.counts(held)
-        rest = total - held_counts
-        scored = np.flatnonzero(held_counts)
-        keys = pairs.keys[scored]
-        ratio, seen, unigram = bigram_parts(rest, pairs.keys, pairs.vocab, keys // pairs.vocab, keys % pairs.vocab)
-        parts.append((held_counts[scored][seen], ratio[seen], unigram[seen]))
-    if not parts:
+def interpolation_weight(scored, iterations=40):
+    """The weight maximising sum(count * log(w ratio + (1 - w) unigram)) over `scored` (count, ratio, unigram)
+    of the held-out pairs whose input was drawn elsewhere; NaN when there are none."""
+    count, ratio, unigram = scored
+    if not count.sum():
         return np.nan
-    count, ratio, unigram = (np.concatenate(p) for p in zip(*parts))
 
-    def slope(w):  # d/dw of sum(count * log(w ratio + (1 - w) unigram)): decreasing in w
+    def slope(w):  # the derivative in w: decreasing
         return float(np.sum(count * (ratio - unigram) / (w * ratio + (1 - w) * unigram)))
 
     low, high = 0.0, 1.0 - 1e-9
@@ -118,18 +117,47 @@ def interpolation_weight(pairs, draws, iterations=40):
     return (low + high) / 2
 
 
+def held_out_parts(counts, held, held_folds, draws):
+    """`interpolation_weight`'s input: each held-out window's pairs, as often as drawn, scored with the counts
+    of the other folds. held: (windows, seq_len) keys of the held-out sample; held_folds, draws: each
+    window's fold and draws by the step."""
+    parts = []
+    for fold in range(FOLDS):
+        mine = (held_folds == fold) & (draws > 0)
+        if not mine.any():
+            continue
+        keys, inverse = np.unique(held[mine], return_inverse=True)
+        weight = np.bincount(inverse.ravel(), weights=np.repeat(draws[mine], held.shape[1]), minlength=len(keys))
+        ratio, seen, unigram = table_parts((counts.without(fold), counts.keys, counts.vocab), keys)
+        parts.append((weight[seen], ratio[seen], unigram[seen]))
+    return tuple(np.concatenate(p) for p in zip(*parts)) if parts else (np.zeros(0),) * 3
+
+
 def count_baselines(train_ids, val_ids, vocab, run, n_batches, at):
     """The unigram and bigram baselines of one run shape (seed, steps, batch_size, seq_len) at each step of
     `at`, on the targets of its `n_batches` validation batches -> DataFrame of COLUMNS (losses in nats)."""
-    seed, steps, batch_size, seq_len = run
+    seed, _, batch_size, seq_len = run
+    n = window_count(len(train_ids), seq_len)
+    at = sorted(at)
+    order = drawn_windows(n, seed, batch_size, 1, at[-1]) if at[-1] else np.zeros(0, np.int64)
+    drawn = np.unique(order)
+    sample = drawn[np.unique(np.linspace(0, len(drawn) - 1, min(len(drawn), HELD_OUT_PAIRS // seq_len)).astype(int))] \
+        if len(drawn) else drawn
+    held = window_pairs(train_ids, sample, seq_len, vocab)
     inputs, targets = validation_pairs(val_ids, n_batches, batch_size, seq_len)
-    pairs = DrawnPairs(train_ids, vocab, seed, max(at), batch_size, seq_len)
-    rows = []
-    for step in sorted(at):
-        draws = pairs.draws(step)
-        counts = pairs.counts(draws)
-        weight = interpolation_weight(pairs, draws) if step else np.nan
-        ratio, seen, unigram = bigram_parts(counts, pairs.keys, vocab, inputs, targets)
+    query = inputs * vocab + targets
+    counts = Counts(np.unique(np.concatenate([query, held.ravel()])), vocab)
+    rows, done = [], 0
+    for step in at:
+        new = order[done * batch_size:step * batch_size]
+        for start in range(0, len(new), CHUNK_WINDOWS):
+            chunk = new[start:start + CHUNK_WINDOWS]
+            counts.add(window_pairs(train_ids, chunk, seq_len, vocab), chunk * FOLDS // n)
+        done = step
+        draws = np.bincount(np.searchsorted(drawn, order[:step * batch_size]), minlength=len(drawn))
+        weight = interpolation_weight(held_out_parts(counts, held, sample * FOLDS // n,
+                                                     draws[np.searchsorted(drawn, sample)]))
+        ratio, seen, unigram = table_parts((counts.total(), counts.keys, vocab), query)
         bigram = unigram if np.isnan(weight) else bigram_probability(weight, ratio, seen, unigram)
         rows.append({"step": step, "positions": step * batch_size * seq_len, "targets": len(targets),
                      "unigram_loss": float(-np.log(unigram).mean()), "bigram_loss": float(-np.log(bigram).mean()),
