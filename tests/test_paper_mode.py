@@ -12,7 +12,6 @@ from hubfixtures import add_vocab_files_repo, build_hub_cache
 from snakerun import ROOT, planned_jobs, snakemake
 from tying.config import load
 from tying.embeddings import load_embeddings
-from tying.lens_certificate import NOT_CONVERGED
 
 PAPER = load("configs/paper.yaml")
 
@@ -109,13 +108,12 @@ def test_claims_of_a_paper_run_fill_their_own_paper_scale_column(paper_run):
     assert claims.loc["C1", "verdict"].endswith("(one pair of models)")
     assert claims.loc["C3", "interval"].startswith("95% bootstrap over ") and "validation windows" in claims.loc[
         "C3", "interval"]
-    # C3's certificate trains its 4x reference lens on the hub pair too. On these random tiny models C3 is about
-    # 0.001 bits, so whether the reference moves it by under a quarter of its half-width is chance: the verdict
-    # is the certificate's, the one-pair verdict when it passes.
+    # C3's certificate trains its 4x reference lens on the hub pair too. These random tiny models' early states
+    # sit about 0.001 bits from their output, so C3 has no room for a gap: not testable, whatever the certificate.
     detail, verdict = claims.loc["C3", "detail"], claims.loc["C3", "verdict"]
     assert "4x reference (seed 0, 3 -> 12 steps)" in detail and "along training (2 -> 3 steps)" in detail
-    certified = detail.startswith("certified: ")
-    assert certified == verdict.endswith("(one pair of models)") and certified == (verdict != NOT_CONVERGED)
+    assert verdict == "not testable here" and claims.loc["C3", "testable"].startswith("no: room for a gap: ")
+    assert (claims.drop(index="C3")["testable"] == "yes").all()  # released models: no count table to beat
     assert "paper_scale" in (paper_run / "results/tables/claims.md").read_text()
     # The commits the numbers came from, as each fetch recorded them: tied / untied, short.
     commits = [json.loads((paper_run / f"results/hub/embeddings/test-org/olmo-{role}/main/source.json").read_text())

@@ -202,10 +202,10 @@ def test_each_cells_claims_equal_the_same_cell_run_alone_as_a_plain_config(built
 
 
 @pytest.mark.parametrize("change,cells,rules,aggregates", [
-    # one size's heads: both of that size's cells retrain (not their token sets: batches do not depend on the
-    # dims), and nothing of the other size's
+    # one size's heads: both of that size's cells retrain (not their token sets or count baselines: batches do
+    # not depend on the dims), and nothing of the other size's
     (lambda s: s["sizes"][1].update(heads=2), {"d24_l1_s4", "d24_l1_s6"},
-     {"train_0_4", "train_0_6", "alignment", "knn", "evolution", "grad_flow", "norm_freq", "cell_claims",
+     {"train_0_4", "train_0_6", "quality", "alignment", "knn", "evolution", "grad_flow", "norm_freq", "cell_claims",
       "cell_exposure"}, AGGREGATES),
     # one cell's lens: only that cell's lens jobs and claims table
     (lambda s: s.update(lens=["d16_l1_s4", "d16_l1_s6"]), {"d16_l1_s6"}, {"lens", "lens_convergence", "cell_claims"},

@@ -1,4 +1,4 @@
-"""The scaling sweep (issue 21): each claim's statistic against model parameters, one line per token budget."""
+"""The scaling sweep: each claim's statistic against model parameters, one line per token budget."""
 import math
 
 import matplotlib.pyplot as plt
@@ -12,6 +12,7 @@ from tying.figures.claims_over_training import PANELS as TRAINING_PANELS
 from tying.trajectory import tokens_label
 
 PANELS = {  # claim -> (panel title, y label); C1, C2, C4, C7a and C7b as in claims over training
+    "LM": ("LM: worst model − bigram table", "Δ loss (nats)"),
     **TRAINING_PANELS,
     "C3": ("C3: early-layer lens KL, T − U", "Δ KL (bits)"),
     "C5": ("C5: output share of tied grad.", "share of ‖G‖"),
