@@ -1,0 +1,90 @@
+"""What a training regime buys: one run's validation loss at a few steps beside the count tables of the tokens
+it drew by then, and what the run cost. Prints figures; asserts nothing.
+
+    .venv/bin/python benchmarks/regime.py TOKENS [--config config.yaml ...] [--arch olmo] [--variant tied]
+        [--set train.steps=1000 --set model.layers=6 ...] [--marks 5] [--threads 1]
+
+TOKENS: a build's results/tokens folder (train.json, val.json, meta.json); for another vocabulary or corpus,
+build one in its own directory first, e.g.
+`.venv/bin/snakemake --cores 2 results/tokens/meta.json -d /tmp/v2048 --config "tokenizer={vocab_size: 2048}"`.
+The run is the training rule's (tying.train's batches, model, optimizer, schedule and gradient tap, seed 0)
+under the config (config.yaml, then each --config overlay, then each --set SECTION.KEY=VALUE), without
+exporting checkpoints. At `--marks` evenly spaced steps it prints the validation loss on the training rule's
+validation batches, the unigram and bigram tables' (tying.baselines) and the margin, with the training CPU
+seconds so far; budgets and the machine classes: docs/benchmarks.md.
+"""
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from tying.baselines import count_baselines
+from tying.batches import eval_batches, train_batch
+from tying.config import check_schema, load, run_params
+from tying.runtime import configure
+from tying.tokens import load_ids
+from tying.train import RunSpec, build, evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def overridden(config, settings):
+    """`config` with each SECTION.KEY=VALUE of `settings` set (VALUE read as YAML)."""
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        section, _, name = key.partition(".")
+        config.setdefault(section, {})[name] = yaml.safe_load(value)
+    return config
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tokens", type=Path)
+    parser.add_argument("--config", nargs="*", default=[], help="overlays over config.yaml, in order")
+    parser.add_argument("--arch", default="olmo")
+    parser.add_argument("--variant", default="tied")
+    parser.add_argument("--set", nargs="*", default=[], dest="settings", metavar="SECTION.KEY=VALUE")
+    parser.add_argument("--marks", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    configure(args.threads)
+    config = overridden(load(*args.config), args.settings)
+    check_schema(config, ROOT / "workflow/schemas/config.schema.yaml")
+    meta = json.loads((args.tokens / "meta.json").read_text())
+    train, val = (load_ids(args.tokens / f"{split}.json", args.tokens / "meta.json") for split in ("train", "val"))
+    spec = RunSpec.from_dict({**run_params(config, args.arch, args.variant), "seed": 0,
+                              "vocab_size": meta["vocab_size"], "eos_id": meta["eos_id"]})
+    marks = sorted({round(spec.steps * (i + 1) / args.marks) for i in range(args.marks)})
+    tables = count_baselines(train, val, spec.vocab_size, (0, spec.steps, spec.batch_size, spec.seq_len),
+                             spec.eval_batches, marks).set_index("step")
+    model, tap, opt, sched = build(spec, "cpu")
+    batches = eval_batches(val, spec.eval_batches, spec.batch_size, spec.seq_len)
+    print(f"{spec.family} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size} {args.variant}, "
+          f"{spec.steps} steps of {spec.batch_size}x{spec.seq_len}, lr {spec.lr}, warmup {spec.warmup}; "
+          f"{len(train):,} training tokens ({spec.steps * spec.batch_size * spec.seq_len / len(train):.2f} passes)")
+    print(f"{'step':>6} {'val loss':>9} {'bigram':>7} {'margin':>7} {'unigram':>8} {'CPU s':>7} {'tok/CPU s':>10}")
+    cpu = 0.0
+    for step in range(1, spec.steps + 1):
+        start = time.process_time()
+        x, y = train_batch(train, step, spec.seed, spec.batch_size, spec.seq_len)
+        tap.reset()
+        with torch.autocast("cpu", torch.bfloat16, enabled=spec.dtype == "bfloat16"):
+            loss = tap(input_ids=x, targets=y)
+        loss.backward()
+        tap.norms()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        cpu += time.process_time() - start
+        if step in marks:
+            val_loss, row = evaluate(model, batches, "cpu"), tables.loc[step]
+            print(f"{step:>6} {val_loss:>9.3f} {row.bigram_loss:>7.3f} {val_loss - row.bigram_loss:>+7.3f} "
+                  f"{row.unigram_loss:>8.3f} {cpu:>7.1f} {step * spec.batch_size * spec.seq_len / cpu:>10,.0f}")
+
+
+if __name__ == "__main__":
+    main()
