@@ -1,4 +1,4 @@
-"""The scaling sweep's grid (issue 21): cells over model size and training steps, as pure functions of the config.
+"""The scaling sweep's grid: cells over model size and training steps, as pure functions of the config.
 
 A config's `scaling:` section describes the grid; everything else (corpus, tokenizer, train, variants,
 analysis, lens) is the config's own, shared by every cell:

@@ -1,4 +1,4 @@
-"""The scaling sweep's table (issue 21): every cell's claims beside the cell's size and token budget.
+"""The scaling sweep's table: every cell's claims beside the cell's size and token budget.
 
 Input: each cell's claims table (tying.claims.claims_table, one pair per cell) and the cells'
 facts (tying.grid). Output: one row per (cell, claim), cells in grid order and claims in
