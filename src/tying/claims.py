@@ -292,10 +292,9 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
     Frames are the tidy metric tables (`quality`: tying.model_quality's rows, claim LM; `lens`: the lens
-    metric of both models of the pair;
-    `lens_windows`, `lens_convergence`: the lens jobs' per-window KL and the reference lenses' checks, C3's
-    interval and certificate); early_steps: the last step
-    of "early training" for C5 (None: every logged step); norm_shuffles: C6b's chance level's shuffles.
+    metric of both models of the pair; `lens_windows`, `lens_convergence`: the lens jobs' per-window KL and
+    the reference lenses' checks, C3's interval and certificate); early_steps: the last step of "early
+    training" for C5 (None: every logged step); norm_shuffles: C6b's chance level's shuffles.
     """
     out = {}
     if quality is not None:
@@ -430,7 +429,7 @@ def claims_table(statistics, one_pair=False, pair=None):
             continue
         stat = statistics[cid] if isinstance(statistics[cid], Statistic) else Statistic(pd.Series(statistics[cid]))
         values = stat.values.dropna()
-        n = len(values)
+        n, on_side = len(values), int(claim.on_side(values).sum())
         if stat.interval is not None:  # its own interval (C3: over seeds and windows)
             mean, (low, high, interval) = float(values.mean()), stat.interval
         elif one_pair and stat.per_token is not None:
@@ -442,10 +441,10 @@ def claims_table(statistics, one_pair=False, pair=None):
         row = {
             "claim": cid, "description": claim.description, "paper": claim.paper,
             "ours": format_cell(mean, low, high), "interval": interval,
-            "on_claimed_side": f"{int(claim.on_side(values).sum())} of {n} seed{'s' * (n != 1)}",
+            "on_claimed_side": f"{on_side} of {n} seed{'s' * (n != 1)}",
             "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
             "criterion": claim.criterion, "verdict": stat.verdict or verdict(claim, values, low, high, one_pair), "detail": stat.detail,
-            "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n, "seeds_on_side": int(claim.on_side(values).sum()),
+            "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n, "seeds_on_side": on_side,
             "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
         }
         rows.append(row)
