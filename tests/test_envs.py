@@ -136,13 +136,14 @@ def test_import_scan_follows_the_package_into_its_modules():
     assert not {"os", "tying", "json"} & found
 
 
-def test_the_image_installs_the_rule_environment_pins():
+def test_the_image_installs_every_rule_environments_pins():
     dockerfile = (ROOT / "Dockerfile").read_text()
-    env = ROOT / "workflow" / "envs" / "tying.yaml"
+    env = ROOT / "workflow" / "envs" / "eval.yaml"
     conda, entries = environment(env)
-    extract = re.search(r"sed -n '([^']+)' /tmp/pins/tying\.yaml", dockerfile)[1]
+    extract = re.search(r"sed -n '([^']+)' /tmp/pins/eval\.yaml", dockerfile)[1]
     listed = subprocess.run(["sed", "-n", extract, str(env)], capture_output=True, text=True, check=True).stdout
     assert listed.split() == entries
+    assert set(environment(ROOT / "workflow" / "envs" / "tying.yaml")[1]) <= set(entries)  # every rule's packages
     assert re.search(r"^FROM python:3\.11-", dockerfile, re.M) and "python=3.11" in conda
     assert "-c /tmp/pins/constraints.txt" in dockerfile
 
