@@ -5,6 +5,7 @@ import pytest
 
 from tying.errors import PipelineError
 from tying.figures.alignment_hist import plot_alignment_hist
+from tying.figures.claims_over_training import plot_claims_over_training
 from tying.figures.evolution import plot_evolution
 from tying.figures.grad_flow import plot_grad_flow
 from tying.figures.norm_frequency import plot_norm_frequency
@@ -112,3 +113,22 @@ def test_a_figure_rule_without_a_figure_is_one_line(tmp_path):
     with pytest.raises(PipelineError, match=r"^no figure is registered for rule 'fig99' \(tying.figures.registry: fig1, "):
         draw("fig99", pd.DataFrame(), tmp_path / "fig99.pdf", pair="main")
     assert not (tmp_path / "fig99.pdf").exists()
+
+
+def test_claims_over_training_opens_with_the_losses_against_both_count_tables(tmp_path):
+    steps = [0, 100, 200]
+    table = pd.DataFrame([{"pair": "main", "claim": "C1", "step": s, "tokens": s * 1024, "mean": 0.1 * s / 100,
+                           "ci_low": 0.0, "ci_high": 0.3, "chance_mean": 0.0, "paper_value": 0.194} for s in steps[1:]])
+    quality = pd.DataFrame([{"pair": "main", "seed": seed, "role": role, "step": s,
+                             "val_loss": 7.0 - s / 50 - (role == "untied") * 0.1 + 0.01 * seed,
+                             "bigram_loss": 7.0 - s / 100, "unigram_loss": 6.0}
+                            for seed in (0, 1) for role in ("tied", "untied", "tied_x5") for s in steps])
+    fig = plot_claims_over_training(table, tmp_path / "cot.pdf", quality=quality)
+    assert _is_pdf(tmp_path / "cot.pdf")
+    loss, c1 = fig.axes[:2]
+    assert "validation loss" in loss.get_title() and "C1" in c1.get_title()
+    lines = {tuple(np.round(line.get_ydata(), 3)) for line in loss.lines}
+    assert (7.005, 5.005, 3.005) in lines and (6.905, 4.905, 2.905) in lines  # tied, untied: means over seeds
+    assert (7.0, 6.0, 5.0) in lines and (6.0, 6.0, 6.0) in lines  # the bigram and unigram tables
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"tied loss", "untied loss", "tied_x5 loss", "bigram table", "unigram table"} <= set(legend)
