@@ -121,10 +121,12 @@ def test_every_docs_page_is_linked_from_the_readme_or_the_index():
     assert pages <= linked, sorted(p.name for p in pages - linked)
 
 
-def test_readme_holds_the_test_command_that_ci_runs():
+def test_readme_holds_the_install_and_test_commands_that_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    command = next(line for line in ci if line.startswith("python3 -m venv"))
-    assert command in (ROOT / "README.md").read_text().splitlines()
+    commands = [line for line in ci if line.startswith(("python3 -m venv", ".venv/bin/python -m pytest"))]
+    assert len(commands) == 2
+    readme = (ROOT / "README.md").read_text().splitlines()
+    assert all(command in readme for command in commands), commands
 
 
 CONFIGFILE = re.compile(r"snakemake\b[^\n`]*?--configfile((?:[ \t]+[^\s`#(-][^\s`]*)+)")
@@ -147,7 +149,7 @@ def test_documented_snakemake_commands_put_targets_before_configfile():
 
 def test_the_checker_flags_what_does_not_exist():
     page = ROOT / "docs" / "index.md"
-    text = ("[a](missing.md) [b](../README.md#no-such-heading) [c](../README.md#the-two-commands)\n"
+    text = ("[a](missing.md) [b](../README.md#no-such-heading) [c](../README.md#install)\n"
             "`src/tying/no_such_module.py` `configs/paper.yaml` `results/built.parquet` `{arch}/x`\n"
             "```bash\n.venv/bin/python -m tying.no_such --config configs/nope.yaml\n```\n")
     found = problems(page, text)
