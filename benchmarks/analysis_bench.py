@@ -26,9 +26,9 @@ from tokenizers.models import WordLevel
 
 import train_bench
 
-from tying.alignment import alignment_frame
-from tying.embeddings import load_embeddings
-from tying.knn_overlap import knn_frame
+from tying.metrics.alignment import alignment_frame
+from tying.checkpoints.embeddings import load_embeddings
+from tying.metrics.knn_overlap import knn_frame
 
 PAD_ROWS = 24  # OLMo: 50280 real tokens padded to 50304 rows
 

@@ -12,7 +12,7 @@ Run it on the machine that built, soon after the build, and with the GEMM peak m
 as busy as they were during the build. The training floor is the runs' model FLOPs (read from their
 checkpoints' training.json) at the single-thread peak: what the training stage would cost with no
 start-up, no checkpoints and a core of its own. With --cells (a scaling grid's build), job-seconds per
-grid cell and stage too: a job belongs to the cell its path names (tying.grid's d{hidden}_l{layers}_s{steps});
+grid cell and stage too: a job belongs to the cell its path names (tying.plan.grid's d{hidden}_l{layers}_s{steps});
 the data jobs and the sweep's table and figure to none.
 
 Budgets are stated for the faster 2-core class at a 1-thread peak of REFERENCE_PEAK GFLOP/s; the normalised
@@ -35,7 +35,7 @@ from tying.rule_script import COST_LINE
 STAGES = ("train", "lens", "metrics", "figures", "tables", "data")
 REFERENCE_PEAK = 180.0  # GFLOP/s, 1-thread fp32: the faster class's, which the budgets are stated for
 DATA = {"corpus", "tokenizer", "tokens", "hub"}
-CELL = re.compile(r"^d\d+_l\d+_s\d+$")  # tying.grid.cell_name
+CELL = re.compile(r"^d\d+_l\d+_s\d+$")  # tying.plan.grid.cell_name
 
 
 def stage_of(path, root):

@@ -6,9 +6,9 @@ Prints figures; asserts nothing.
 Measured here, in process CPU seconds (the cores may be shared; CPU time is what a job costs):
 - start-up: `python -c "import torch, transformers"`, and a training job's fixed cost in a fresh
   interpreter (imports, tokenizer load, model build, one checkpoint: evaluation, export, state save);
-- per cell shape: one training step (tying.train's step with the gradient tap, train_bench.Stepper) of
+- per cell shape: one training step (tying.train.loop's step with the gradient tap, train_bench.Stepper) of
   the tied and the untied model, one checkpoint (train_bench.checkpoint_cost), one tuned-lens step
-  (tying.lens.train_lens) of a freshly initialised model.
+  (tying.lens.fitting.train_lens) of a freshly initialised model.
 Estimated from those: a run = start-up + steps x step + checkpoints x checkpoint (the untied run at its
 own step cost, each scaled variant at the tied one's); a lens job = start-up + lens.steps x lens step
 (its evaluation left out); a C3 cell's lens work = 2 x seeds lens jobs + 2 half-budget convergence
@@ -34,12 +34,12 @@ import yaml
 
 import train_bench
 
-from tying.grid import cells
-from tying.lens import train_lens
-from tying.models import build_model, init_seed
-from tying.pairs import CLAIMS_METRICS
-from tying.tokenizer import save, train_bpe
-from tying.train import RunSpec
+from tying.plan.grid import cells
+from tying.lens.fitting import train_lens
+from tying.train.models import build_model, init_seed
+from tying.plan.pairs import CLAIMS_METRICS
+from tying.data.tokenizer import save, train_bpe
+from tying.train.loop import RunSpec
 
 METRIC_JOB_S = 1.7  # docs/benchmarks.md: the default build's metric jobs, mean seconds
 METRIC_JOBS_PER_SEED = len(CLAIMS_METRICS) + 1  # + the pair's token set
@@ -51,7 +51,7 @@ from pathlib import Path
 t = [time.process_time()]
 import torch, transformers
 torch.set_num_threads(1)  # as a training job with train.threads 1
-from tying.train import RunSpec, build, eval_batches, save_checkpoint
+from tying.train.loop import RunSpec, build, eval_batches, save_checkpoint
 t.append(time.process_time())
 transformers.utils.logging.disable_progress_bar()
 tokenizer = transformers.AutoTokenizer.from_pretrained(sys.argv[1])
@@ -93,7 +93,7 @@ def spec_for(cell, config, tied, steps):
 
 
 def step_cost(spec, ids, steps):
-    """Median CPU seconds of one training step (gradient tap on, as tying.train runs)."""
+    """Median CPU seconds of one training step (gradient tap on, as tying.train.loop runs)."""
     run = train_bench.Stepper(spec, ids, True)
     run(), run()
     times = []

@@ -16,7 +16,7 @@ from huggingface_hub import constants  # noqa: E402
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, OlmoConfig, OlmoForCausalLM  # noqa: E402
 
 from hubfixtures import add_snapshot, serve_hub  # noqa: E402
-from tying.hub import fetch_model  # noqa: E402
+from tying.hub.fetch import fetch_model  # noqa: E402
 
 
 def main():

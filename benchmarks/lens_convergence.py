@@ -22,10 +22,12 @@ import pandas as pd
 import torch
 import yaml
 
-from tying.lens import early_states, evaluate_lens, recipe, train_lens
+from tying.lens.fitting import recipe, train_lens
+
+from tying.lens.scoring import early_states, evaluate_lens
 from tying.runtime import configure
-from tying.tokens import load_ids
-from tying.unembed import frozen_model
+from tying.data.tokens import load_ids
+from tying.train.models import frozen_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.005

@@ -4,7 +4,7 @@ Step (the default): trains the config's lens (its recipe: optimizer, lr, init, b
 on a default-shape model (OLMo, hidden 96, 3 layers, vocab 4096), and times each step against the
 GEMMs it cannot avoid: the seven (512 x 96) x (96 x 4096) readout products (the logits of the L + 1 = 4
 states, forward, and of the L = 3 translated ones, backward), in the dtype the recipe's train_dtype
-resolves to here (tying.unembed.product_dtype), timed right after every step in the
+resolves to here (tying.lens.unembed.product_dtype), timed right after every step in the
 same process (an optimizer step hook), so a shared machine's load slows both alike. Prints the
 median step, the bound at the measured GEMM rate, their ratio, and the model's own forward (its
 states, which the seven products leave out), with the 1-thread fp32 GEMM peak (2048^3) beside them.
@@ -92,14 +92,15 @@ def step_benchmark(args, code):
     import yaml
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    from tying.lens import recipe, train_lens
+    from tying.lens.fitting import recipe, train_lens
     from tying.runtime import configure
-    from tying.unembed import frozen_model, product_dtype
+    from tying.lens.unembed import product_dtype
+    from tying.train.models import frozen_model
 
     configure(args.threads)
     cfg = yaml.safe_load((code / "config.yaml").read_text())["lens"]
     if args.build:
-        from tying.tokens import load_ids
+        from tying.data.tokens import load_ids
 
         tokens = args.build / "results" / "tokens"
         train = load_ids(tokens / "train.json", tokens / "meta.json")

@@ -7,10 +7,10 @@ it drew by then, and what the run cost. Prints figures; asserts nothing.
 TOKENS: a build's results/tokens folder (train.json, val.json, meta.json); for another vocabulary or corpus,
 build one in its own directory first, e.g.
 `.venv/bin/snakemake --cores 2 results/tokens/meta.json -d /tmp/v2048 --config "tokenizer={vocab_size: 2048}"`.
-The run is the training rule's (tying.train's batches, model, optimizer, schedule and gradient tap, seed 0)
+The run is the training rule's (tying.train.loop's batches, model, optimizer, schedule and gradient tap, seed 0)
 under the config (config.yaml, then each --config overlay, then each --set SECTION.KEY=VALUE), without
 exporting checkpoints. At `--marks` evenly spaced steps it prints the validation loss on the training rule's
-validation batches, the unigram and bigram tables' (tying.baselines) and the margin, with the training CPU
+validation batches, the unigram and bigram tables' (tying.metrics.baselines) and the margin, with the training CPU
 seconds so far; budgets and the machine classes: docs/benchmarks.md.
 """
 import argparse
@@ -21,12 +21,12 @@ from pathlib import Path
 import torch
 import yaml
 
-from tying.baselines import count_baselines
-from tying.batches import eval_batches, train_batch
-from tying.config import check_schema, load, run_params
+from tying.metrics.baselines import count_baselines
+from tying.data.batches import eval_batches, train_batch
+from tying.plan.config import check_schema, load, run_params
 from tying.runtime import configure
-from tying.tokens import load_ids
-from tying.train import RunSpec, build, evaluate
+from tying.data.tokens import load_ids
+from tying.train.loop import RunSpec, build, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 

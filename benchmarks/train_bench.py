@@ -23,11 +23,11 @@ import transformers
 import yaml
 from torch.profiler import ProfilerActivity, profile
 
-from tying.batches import train_batch
-from tying.config import check, run_params
+from tying.data.batches import train_batch
+from tying.plan.config import check, run_params
 from tying.runtime import keep_freed_memory
-from tying.cross_entropy import NextTokenLoss
-from tying.train import RunSpec, build, save_checkpoint
+from tying.train.cross_entropy import NextTokenLoss
+from tying.train.loop import RunSpec, build, save_checkpoint
 
 
 def gemm_peak(threads, n=2048, repeats=10):
@@ -61,7 +61,7 @@ def flops_per_token(spec):
 
 
 class Stepper:
-    """One run's training steps exactly as tying.train takes them, with or without the gradient tap."""
+    """One run's training steps exactly as tying.train.loop takes them, with or without the gradient tap."""
 
     def __init__(self, spec, ids, provenance):
         self.spec, self.ids, self.provenance = spec, ids, provenance

@@ -4,7 +4,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from tying.models import build_model, model_config
+from tying.train.models import build_model, model_config
 
 
 @pytest.fixture(autouse=True)

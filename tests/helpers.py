@@ -1,12 +1,13 @@
 """What only the tests need from the package's building blocks: a corpus read whole, in-memory
 tokenization, raw id arrays, the tying check on a model, the paper's gradient-flow summary."""
 import pandas as pd
+import torch.nn.functional as F
 
-from tying.corpus import split_of
+from tying.data.corpus import split_of
 from tying.errors import PipelineError
 from tying.io import atomic_path
-from tying.shards import shard_documents
-from tying.tokens import dtype_for, tokenize_batches
+from tying.data.shards import shard_documents
+from tying.data.tokens import dtype_for, tokenize_batches
 
 
 def build_corpus(corpus):
@@ -49,3 +50,9 @@ def grad_flow_summary(frame):
         "mean_ratio": float(ratio.mean()),
         "median_ratio": float(ratio.median()),
     }
+
+
+def lm_loss(logits, targets):
+    """Mean next-token cross-entropy in nats from whole logits: the plain path the fused
+    tying.train.cross_entropy is checked against."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))

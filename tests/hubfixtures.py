@@ -21,18 +21,18 @@ from huggingface_hub import constants
 from safetensors.torch import load_file
 from tokenizers import ByteLevelBPETokenizer, Tokenizer, models, pre_tokenizers
 from transformers import (
-    GPTNeoConfig,
-    GPTNeoForCausalLM,
-    GPTNeoXConfig,
-    GPTNeoXForCausalLM,
-    OlmoConfig,
-    OlmoForCausalLM,
-    PreTrainedTokenizerFast,
-    Qwen3Config,
-    Qwen3ForCausalLM,
-)
+                          GPTNeoConfig,
+                          GPTNeoForCausalLM,
+                          GPTNeoXConfig,
+                          GPTNeoXForCausalLM,
+                          OlmoConfig,
+                          OlmoForCausalLM,
+                          PreTrainedTokenizerFast,
+                          Qwen3Config,
+                          Qwen3ForCausalLM,
+                          )
 
-from tying.layouts import LAYOUTS
+from tying.checkpoints.layouts import LAYOUTS
 
 VOCAB = 64
 SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}

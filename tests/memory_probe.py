@@ -10,11 +10,11 @@ import sys
 import pandas as pd
 import torch
 
-from tying.alignment import alignment_frame
-from tying.embeddings import load_embeddings
-from tying.evolution import evolution_frame
-from tying.knn_overlap import knn_frame
-from tying.norm_frequency import norm_frequency_frame
+from tying.metrics.alignment import alignment_frame
+from tying.checkpoints.embeddings import load_embeddings
+from tying.metrics.evolution import evolution_frames
+from tying.metrics.knn_overlap import knn_frame
+from tying.metrics.norm_frequency import norm_frequency_frame
 
 
 def rss():
@@ -26,7 +26,7 @@ def main(metric, *dirs):
     torch.set_num_threads(1)
     base = rss()
     if metric == "evolution":
-        evolution_frame((s, load_embeddings(d)) for s, d in enumerate(dirs))
+        evolution_frames((s, load_embeddings(d)) for s, d in enumerate(dirs))[0]
     else:
         untied, tied = load_embeddings(dirs[0]), load_embeddings(dirs[1])
         if metric == "alignment":

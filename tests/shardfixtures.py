@@ -3,8 +3,8 @@ import json
 
 import numpy as np
 
-from tying.shards import shard_documents, write_documents
-from tying.tokens import join_shards, tokenize_documents
+from tying.data.shards import shard_documents, write_documents
+from tying.data.tokens import join_shards, tokenize_documents
 
 V = 500
 

@@ -3,16 +3,16 @@ import math
 import pytest
 import torch
 
-from tying.alignment import (
-    MAPS,
-    alignment_cosines,
-    alignment_frame,
-    least_squares,
-    procrustes,
-    row_cosines,
-    scaling_frame,
-)
-from tying.embeddings import Embeddings
+from tying.metrics.alignment import (
+                                     MAPS,
+                                     alignment_cosines,
+                                     alignment_frame,
+                                     least_squares,
+                                     procrustes,
+                                     row_cosines,
+                                     scaling_frame,
+                                     )
+from tying.checkpoints.embeddings import Embeddings
 from tying.errors import PipelineError
 
 

@@ -4,9 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from tying import baselines
-from tying.baselines import count_baselines, validation_pairs
-from tying.batches import train_batch
+from tying.metrics import baselines
+from tying.metrics.baselines import count_baselines, validation_pairs
+from tying.data.batches import train_batch
 
 V, SEQ, BATCH = 12, 32, 16
 

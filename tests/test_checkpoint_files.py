@@ -7,12 +7,12 @@ import torch
 
 from conftest import tiny_model, word_tokenizer
 from hubfixtures import add_snapshot, use_hub_cache
-from tying.checkpoint_files import verify, weight_digests
-from tying.embeddings import load_embeddings
+from tying.checkpoints.checkpoint_files import verify, weight_digests
+from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError
-from tying.hub import fetch_model
-from tying.train import export
-from tying.unembed import frozen_model
+from tying.hub.fetch import fetch_model
+from tying.train.loop import export
+from tying.train.models import frozen_model
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_a_changed_byte_is_caught_by_the_digest_unless_only_sizes_are_asked_for(
         load_embeddings(checkpoint)
     assert str(error.value) == (f"{weights}: contents differ from the SHA-256 recorded when it was written"
                                 + rebuild_hint(checkpoint))
-    monkeypatch.setattr("tying.checkpoint_files.DIGEST_LIMIT_BYTES", 100)  # too large to hash by default...
+    monkeypatch.setattr("tying.checkpoints.checkpoint_files.DIGEST_LIMIT_BYTES", 100)  # too large to hash by default...
     verify(checkpoint)
     monkeypatch.setenv("TYING_VERIFY_DIGESTS", "1")  # ...unless asked for
     with pytest.raises(PipelineError, match="contents differ"):

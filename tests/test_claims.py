@@ -7,11 +7,14 @@ import pandas as pd
 import pytest
 import torch
 
-from tying import claims, norm_frequency
-from tying.alignment import alignment_frame, scaling_frame
-from tying.embeddings import Embeddings
+from tying.claims import definitions, report, verdicts
+from tying.claims import statistics as per_seed
+
+from tying.metrics import norm_frequency
+from tying.metrics.alignment import alignment_frame, scaling_frame
+from tying.checkpoints.embeddings import Embeddings
 from tying.errors import PipelineError
-from tying.knn_overlap import knn_frame
+from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
 
 V, D = 600, 16
@@ -32,7 +35,7 @@ SEEDS = (0, 1, 2)
     ],
 )
 def test_verdict_from_seed_values(values, expected):
-    row = claims.claims_table({"C1": pd.Series(values)}).iloc[0]
+    row = verdicts.claims_table({"C1": pd.Series(values)}).iloc[0]
     assert row["verdict"] == expected
     assert row["n_seeds"] == len(values)
     assert row["on_claimed_side"] == f"{sum(v > 0 for v in values)} of {len(values)} seed{'s' * (len(values) > 1)}"
@@ -40,11 +43,11 @@ def test_verdict_from_seed_values(values, expected):
 
 def test_verdict_uses_the_claims_threshold_and_direction():
     # C5 claims an output share above 0.5; C6a a spread of the input's binned norms below 0.25.
-    assert claims.claims_table({"C5": pd.Series([0.6, 0.62, 0.61])}).loc[0, "verdict"] == "holds"
-    assert claims.claims_table({"C5": pd.Series([0.4, 0.42, 0.41])}).loc[0, "verdict"] == "does not hold"
-    assert claims.claims_table({"C6a": pd.Series([0.1, 0.12, 0.11])}).loc[0, "verdict"] == "holds"
-    assert claims.claims_table({"C6a": pd.Series([0.7, 0.72, 0.71])}).loc[0, "verdict"] == "does not hold"
-    assert claims.CLAIMS["C6a"].criterion.endswith("< 0.25")
+    assert verdicts.claims_table({"C5": pd.Series([0.6, 0.62, 0.61])}).loc[0, "verdict"] == "holds"
+    assert verdicts.claims_table({"C5": pd.Series([0.4, 0.42, 0.41])}).loc[0, "verdict"] == "does not hold"
+    assert verdicts.claims_table({"C6a": pd.Series([0.1, 0.12, 0.11])}).loc[0, "verdict"] == "holds"
+    assert verdicts.claims_table({"C6a": pd.Series([0.7, 0.72, 0.71])}).loc[0, "verdict"] == "does not hold"
+    assert definitions.CLAIMS["C6a"].criterion.endswith("< 0.25")
 
 
 def _lens(gaps, pair="main"):
@@ -77,7 +80,7 @@ def _over_seeds(make, tied_from):
 def test_c1_and_c2_follow_which_untied_matrix_the_tied_one_was_made_from(tied_from, expected):
     alignment = _over_seeds(alignment_frame, tied_from)
     knn = _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), tied_from)
-    table = claims.claims_table(claims.claim_statistics(alignment=alignment, knn=knn)).set_index("claim")
+    table = verdicts.claims_table(per_seed.claim_statistics(alignment=alignment, knn=knn)).set_index("claim")
     assert table.loc["C1", "verdict"] == expected
     assert table.loc["C2", "verdict"] == expected
     assert table.loc["C1", "interval"] == "Student-t 95% over 3 seeds"
@@ -87,9 +90,9 @@ def test_c1_and_c2_follow_which_untied_matrix_the_tied_one_was_made_from(tied_fr
 
 def test_c1_is_decided_held_out_and_reports_in_sample_beside_it():
     alignment = _over_seeds(alignment_frame, "output")
-    stat = claims.claim_statistics(alignment=alignment)["C1"]
-    held_out = claims.alignment_gap(alignment)
-    in_sample = claims.alignment_gap(alignment, scored="in_sample")
+    stat = per_seed.claim_statistics(alignment=alignment)["C1"]
+    held_out = per_seed.alignment_gap(alignment)
+    in_sample = per_seed.alignment_gap(alignment, scored="in_sample")
     assert stat.values.tolist() == pytest.approx(held_out.tolist())
     assert stat.in_sample.tolist() == pytest.approx(in_sample.tolist())
     assert not np.allclose(held_out, in_sample)
@@ -100,7 +103,7 @@ def test_c3_and_c4_negative_controls():
     rows = [("main", s, m, step, 1.0 - step / (1000 if m == "output" else 400), math.nan)
             for s in SEEDS for step in (0, 100, 200) for m in ("input", "output")]  # input moves more
     evolution = pd.DataFrame(rows, columns=["run", "seed", "matrix", "step", "drift", "change"])
-    table = claims.claims_table(claims.claim_statistics(lens=lens, evolution=evolution)).set_index("claim")
+    table = verdicts.claims_table(per_seed.claim_statistics(lens=lens, evolution=evolution)).set_index("claim")
     assert table.loc["C3", "verdict"] == "does not hold"
     assert table.loc["C4", "verdict"] == "does not hold"
 
@@ -115,14 +118,14 @@ def _grad_flow(early_share, late_share, steps=100):
 def test_c5_is_over_the_early_steps_only():
     # Output-dominated early, input-dominated later: the early window decides.
     frame = _grad_flow(early_share=0.8, late_share=0.2)
-    table = claims.claims_table(claims.claim_statistics(grad_flow=frame, early_steps=10)).set_index("claim")
+    table = verdicts.claims_table(per_seed.claim_statistics(grad_flow=frame, early_steps=10)).set_index("claim")
     assert table.loc["C5", "mean"] == pytest.approx(0.81)
     assert table.loc["C5", "verdict"] == "holds"
     assert table.loc["C5p", "mean"] == pytest.approx(0.9 * 0.81)
-    late = claims.claims_table(claims.claim_statistics(grad_flow=_grad_flow(0.3, 0.8), early_steps=10))
+    late = verdicts.claims_table(per_seed.claim_statistics(grad_flow=_grad_flow(0.3, 0.8), early_steps=10))
     assert late.set_index("claim").loc["C5", "verdict"] == "does not hold"
     with pytest.raises(PipelineError, match="ends at step 100, before the early window's step 200"):
-        claims.output_share(frame, steps=200)
+        per_seed.output_share(frame, steps=200)
 
 
 def _norm_freq(profiles):
@@ -144,7 +147,7 @@ def rise_fall(x):
 
 def test_c6_holds_for_the_papers_shape():
     frame = _norm_freq({"untied_input": lambda x: 1.0, "untied_output": rise_fall, "tied": rise_fall})
-    table = claims.claims_table(claims.claim_statistics(norm_freq=frame)).set_index("claim")
+    table = verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame)).set_index("claim")
     assert table.loc["C6a", "verdict"] == "holds"
     assert table.loc["C6b", "verdict"] == "holds"
 
@@ -153,8 +156,8 @@ def test_c6_negative_controls():
     # Input norms rising by half across frequency: not flat. A flat output profile: no rise and fall.
     rising = _norm_freq({"untied_input": lambda x: 1.0 + 0.1 * x, "untied_output": rise_fall, "tied": rise_fall})
     flat_output = _norm_freq({"untied_input": lambda x: 1.0, "untied_output": lambda x: 2.0, "tied": rise_fall})
-    a = claims.claims_table(claims.claim_statistics(norm_freq=rising)).set_index("claim")
-    b = claims.claims_table(claims.claim_statistics(norm_freq=flat_output)).set_index("claim")
+    a = verdicts.claims_table(per_seed.claim_statistics(norm_freq=rising)).set_index("claim")
+    b = verdicts.claims_table(per_seed.claim_statistics(norm_freq=flat_output)).set_index("claim")
     assert a.loc["C6a", "verdict"] == "does not hold"
     assert b.loc["C6b", "verdict"] == "does not hold"
 
@@ -168,7 +171,7 @@ def test_c6b_on_shuffled_norms_stays_at_or_below_its_chance_level():
     values, passed_fixed = [], 0
     for trial in range(20):
         frame = shape.assign(norm=lambda f: rng.permutation(f["norm"].to_numpy()) * rng.lognormal(0, 0.3, len(f)))
-        stat = claims.claim_statistics(norm_freq=frame, norm_shuffles=50)["C6b"]
+        stat = per_seed.claim_statistics(norm_freq=frame, norm_shuffles=50)["C6b"]
         values.append(stat.values.to_numpy())
         assert (stat.chance < 0).all()
         shaped = frame.groupby("seed").apply(lambda r: norm_frequency.rise_and_fall(norm_frequency.shape_stats(r)))
@@ -184,7 +187,7 @@ def test_c6_bins_use_draws_not_split_occurrences():
     frame = frame.assign(count=frame["token_id"].rsub(1000))
     stats = norm_frequency.shape_stats(frame[frame["seed"] == SEEDS[0]]).set_index("matrix")
     assert stats.loc["tied", "peak_count"] == pytest.approx(10 ** 3, rel=0.5)
-    assert claims.claims_table(claims.claim_statistics(norm_freq=frame)).set_index("claim").loc["C6b", "verdict"] == "holds"
+    assert verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame)).set_index("claim").loc["C6b", "verdict"] == "holds"
 
 
 def _scaling(seed, toward):
@@ -211,8 +214,8 @@ def _scaling(seed, toward):
 ])
 def test_c7a_and_c7b_each_test_their_own_half(toward, toward_input, away_from_output):
     scaling = pd.concat([_scaling(s, toward) for s in SEEDS], ignore_index=True)
-    statistics = claims.claim_statistics(scaling=scaling)
-    table = claims.claims_table(statistics).set_index("claim")
+    statistics = per_seed.claim_statistics(scaling=scaling)
+    table = verdicts.claims_table(statistics).set_index("claim")
     assert table.loc["C7a", "verdict"] == toward_input
     assert table.loc["C7b", "verdict"] == away_from_output
     if toward == "noisier":
@@ -227,8 +230,8 @@ def test_scaling_shift_matches_the_papers_arithmetic():
         + [("main", 0, 100, v, r, "in_sample", "true", 0.0) for v, r in cos],
         columns=["pair", "seed", "step", "variant", "reference", "scored", "target", "cosine"],
     )
-    assert claims.scaling_shift(scaling, scored="in_sample").to_dict() == pytest.approx({0: 0.006})
-    assert claims.scaling_shift(scaling, reference="output_u", scored="in_sample").to_dict() == pytest.approx(
+    assert per_seed.scaling_shift(scaling, scored="in_sample").to_dict() == pytest.approx({0: 0.006})
+    assert per_seed.scaling_shift(scaling, reference="output_u", scored="in_sample").to_dict() == pytest.approx(
         {0: -0.015})
 
 
@@ -238,34 +241,34 @@ def test_scaling_shift_matches_the_papers_arithmetic():
 def test_one_released_pair_gets_a_token_bootstrap_labelled_as_such():
     untied, tied = _pair(0, "output")
     alignment = with_ids(alignment_frame(untied, tied), {"pair": "olmo", "seed": 0, "step": 0})
-    statistics = claims.claim_statistics(alignment=alignment, pair="olmo")
+    statistics = per_seed.claim_statistics(alignment=alignment, pair="olmo")
     per_token = statistics["C1"].per_token
     assert len(per_token) == round(0.2 * V)  # the held-out tokens
     assert per_token.mean() == pytest.approx(statistics["C1"].values[0])
-    row = claims.claims_table(statistics, one_pair=True).iloc[0]
+    row = verdicts.claims_table(statistics, one_pair=True).iloc[0]
     assert row["interval"] == f"95% bootstrap over {round(0.2 * V)} tokens, one pair of models"
     assert row["verdict"] == "holds (one pair of models)"
     assert row["ci_low"] < row["mean"] < row["ci_high"]
     lens = _lens([1.2], pair="olmo")
-    row = claims.claims_table(claims.claim_statistics(lens=lens, pair="olmo"), one_pair=True).iloc[0]
+    row = verdicts.claims_table(per_seed.claim_statistics(lens=lens, pair="olmo"), one_pair=True).iloc[0]
     assert row["verdict"] == "direction only (one pair of models)"
 
 
 def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     lens = pd.concat([_lens([1.5, 2.5, 2.0]), _lens([9.0], pair="family")])
-    statistics = claims.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
-    table = claims.claims_table(statistics, pair="main")
+    statistics = per_seed.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
+    table = verdicts.claims_table(statistics, pair="main")
     assert table["claim"].tolist() == ["C1", "C3"]  # claims without input are omitted
     c3 = table.iloc[1]
     half = 4.302652729911275 * 0.5 / math.sqrt(3)
     assert c3["ours"] == f"2.000 [{2 - half:.3f}, {2 + half:.3f}]" and c3["verdict"] == "holds"
     assert c3["on_claimed_side"] == "3 of 3 seeds" and c3["interval"] == "Student-t 95% over 3 seeds"
-    seeds = claims.seed_table(statistics)
-    claims.write_claims(table, seeds, tmp_path / "claims.parquet", tmp_path / "claims.md", tmp_path / "seeds.parquet")
+    seeds = verdicts.seed_table(statistics)
+    verdicts.write_claims(table, seeds, tmp_path / "claims.parquet", tmp_path / "claims.md", tmp_path / "seeds.parquet")
     assert pd.read_parquet(tmp_path / "claims.parquet")["mean"].tolist() == pytest.approx(table["mean"].tolist())
-    per_seed = pd.read_parquet(tmp_path / "seeds.parquet").set_index(["claim", "seed"])
-    assert per_seed.loc[("C3", 1), "value"] == 2.5
-    assert per_seed.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
+    seed_values = pd.read_parquet(tmp_path / "seeds.parquet").set_index(["claim", "seed"])
+    assert seed_values.loc[("C3", 1), "value"] == 2.5
+    assert seed_values.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
     md = (tmp_path / "claims.md").read_text().splitlines()
     assert md[0] == ("| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
                      " | criterion | verdict | detail |")
@@ -273,11 +276,11 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
 
 
 def test_paper_scale_compares_in_sample_values_with_the_paper():
-    ours = {"C1": claims.Statistic(pd.Series([0.3, 0.31, 0.32]), in_sample=pd.Series([0.19, 0.2, 0.21])),
+    ours = {"C1": definitions.Statistic(pd.Series([0.3, 0.31, 0.32]), in_sample=pd.Series([0.19, 0.2, 0.21])),
             "C2": pd.Series([0.1]), "C5": pd.Series([0.7])}
-    table = claims.claims_table(ours)
-    assert claims.paper_scale_values(table) == pytest.approx({"C1": 0.2, "C2": 0.1, "C5": 0.7})
-    scaled = claims.with_paper_scale(table, {"C1": 0.19, "C2": 0.30}).set_index("claim")
+    table = verdicts.claims_table(ours)
+    assert verdicts.paper_scale_values(table) == pytest.approx({"C1": 0.2, "C2": 0.1, "C5": 0.7})
+    scaled = verdicts.with_paper_scale(table, {"C1": 0.19, "C2": 0.30}).set_index("claim")
     assert scaled.loc["C1", "paper_scale"] == "0.190"
     assert not scaled.loc["C1", "paper_scale_differs"]  # |0.190 - 0.194| <= 0.02
     assert scaled.loc["C2", "paper_scale_differs"]  # |0.300 - 0.237| > 0.02
@@ -287,7 +290,7 @@ def test_paper_scale_compares_in_sample_values_with_the_paper():
 
 def test_unknown_claim_is_an_error():
     with pytest.raises(PipelineError):
-        claims.claims_table({"C9": pd.Series([1.0])})
+        verdicts.claims_table({"C9": pd.Series([1.0])})
 
 
 def test_c6b_sees_a_fall_in_only_the_most_frequent_tokens_and_says_where_the_peak_is():
@@ -300,13 +303,13 @@ def test_c6b_sees_a_fall_in_only_the_most_frequent_tokens_and_says_where_the_pea
         rows += [("main", seed, m, 1000 + t, round(c), 1.0 if m == "untied_input" else 1.5, 1.0)
                  for t, c in enumerate(np.geomspace(3220, 41132, 17)) for m in ("untied_input", "untied_output", "tied")]
     frame = pd.DataFrame(rows, columns=["pair", "seed", "matrix", "token_id", "drawn", "norm", "initial_norm"])
-    statistics = claims.claim_statistics(norm_freq=frame)
-    table = claims.claims_table(statistics).set_index("claim")
+    statistics = per_seed.claim_statistics(norm_freq=frame)
+    table = verdicts.claims_table(statistics).set_index("claim")
     assert table.loc["C6b", "verdict"] == "holds"
     assert table.loc["C6b", "detail"].startswith("peak bin at ~")
     assert "draws (untied output)" in table.loc["C6b", "detail"]
     assert table.loc["C6a", "verdict"] == "holds" and table.loc["C6c", "verdict"] == "holds"
-    grown = claims.claims_table(claims.claim_statistics(norm_freq=frame.assign(initial_norm=0.5))).set_index("claim")
+    grown = verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame.assign(initial_norm=0.5))).set_index("claim")
     assert grown.loc["C6a", "verdict"] == "holds"  # a uniform growth is still flat across frequency,
     assert grown.loc["C6c", "verdict"] == "does not hold"  # but not near its initial value
 
@@ -317,7 +320,7 @@ def test_a_control_made_of_an_untied_input_matrix_gets_c1_and_c2_that_do_not_hol
     control = _over_seeds(alignment_frame, "input").assign(pair="control")
     knn = pd.concat([_over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "output"),
                      _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "input").assign(pair="control")])
-    table, seeds = claims.further_claims(pd.concat([real, control]), knn, ["control"], k=10)
+    table, seeds = report.further_claims(pd.concat([real, control]), knn, ["control"], k=10)
     assert table["pair"].tolist() == ["control", "control"] and table["claim"].tolist() == ["C1", "C2"]
     assert table["verdict"].tolist() == ["does not hold", "does not hold"]
     assert set(seeds["pair"]) == {"control"} and len(seeds) == 2 * len(SEEDS)

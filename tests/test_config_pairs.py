@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from snakerun import ROOT, snakemake
-from tying.config import check, load
+from tying.plan.config import check, load
 from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

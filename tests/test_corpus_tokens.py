@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 
 from helpers import build_corpus, tokenize_corpus
-from tying import tokenizer
-from tying.corpus import split_of
+from tying.data import tokenizer
+from tying.data.corpus import split_of
 from tying.errors import PipelineError
-from tying.tokenizer import train_bpe
-from tying.tokens import load_ids
+from tying.data.tokenizer import train_bpe
+from tying.data.tokens import load_ids
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from conftest import tiny_model
-from tying.cross_entropy import NextTokenLoss, linear_cross_entropy
-from tying.grad_provenance import GradientTap
-from tying.train import lm_loss
+from tying.train.cross_entropy import NextTokenLoss, linear_cross_entropy
+from tying.train.grad_provenance import GradientTap
+from helpers import lm_loss
 
 
 def inputs(n=48, d=16, vocab=64, scale=1.0, seed=0):

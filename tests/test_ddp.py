@@ -10,9 +10,9 @@ from safetensors.torch import load_file
 
 from conftest import markov_tokens, word_tokenizer
 from helpers import write_ids
-from tying.distributed import launch
+from tying.train.distributed import launch
 from tying.errors import PipelineError
-from tying.train import RunSpec, train_from_files
+from tying.train.loop import RunSpec, train_from_files
 
 V = 64
 SPEC = RunSpec(family="olmo", vocab_size=V, eos_id=0, hidden_size=16, layers=2, heads=2, intermediate_size=32,

@@ -6,10 +6,10 @@ import yaml
 
 from helpers import build_corpus
 from snakerun import ROOT
-from tying.config import check
-from tying.corpus import Digest, distribution_versions, docstring_documents, split_of
+from tying.plan.config import check
+from tying.data.corpus import Digest, distribution_versions, docstring_documents, split_of
 from tying.errors import PipelineError
-from tying.shards import shard_documents
+from tying.data.shards import shard_documents
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())

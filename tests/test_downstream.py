@@ -12,11 +12,11 @@ import yaml
 
 from conftest import tiny_model, word_tokenizer
 from snakerun import ROOT, planned_jobs, snakemake
-from tying.config import load
-from tying.downstream import perplexity, text_documents, write_text
+from tying.plan.config import load
+from tying.metrics.downstream import perplexity, text_documents, write_text
 from tying.errors import PipelineError
-from tying.tables import table7
-from tying.zero_shot import task_index, lm_eval_scores
+from tying.report.tables import table7
+from tying.metrics.zero_shot import task_index, lm_eval_scores
 
 HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
 needs_lm_eval = pytest.mark.skipif(not HAS_LM_EVAL, reason="lm-eval is not installed (the `eval` extra: "

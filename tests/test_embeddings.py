@@ -6,7 +6,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
-from tying.embeddings import common_vocabulary, load_embeddings, read_tokens, shared_tokens
+from tying.checkpoints.embeddings import common_vocabulary, load_embeddings, read_tokens, shared_tokens
 from tying.errors import PipelineError
 
 WORDS = ["[UNK]", "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "far"]
@@ -195,9 +195,9 @@ def test_matrix_rows_keep_the_padding_rows_with_no_token(tmp_path):
 
 def test_one_tokenizer_with_different_padded_row_counts_is_compared_by_id():
     # Qwen2.5-0.5B stores 151,936 rows and Qwen2.5-7B 152,064 for one tokenizer of 151,665 ids (rows: matrix).
-    from tying.alignment import alignment_frame
-    from tying.embeddings import Embeddings
-    from tying.knn_overlap import knn_frame
+    from tying.metrics.alignment import alignment_frame
+    from tying.checkpoints.embeddings import Embeddings
+    from tying.metrics.knn_overlap import knn_frame
 
     def padded(rows, real, seed):
         g = torch.Generator().manual_seed(seed)

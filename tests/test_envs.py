@@ -132,7 +132,7 @@ def test_every_rule_environment_pins_what_its_script_imports_without_a_local_pat
 
 def test_import_scan_follows_the_package_into_its_modules():
     found = third_party_imports(ROOT / "workflow" / "scripts" / "figure.py")
-    assert {"matplotlib", "seaborn", "pandas"} <= found  # imported by tying.figures.*, not by the script
+    assert {"matplotlib", "seaborn", "pandas"} <= found  # imported by tying.report.figures.*, not by the script
     assert not {"os", "tying", "json"} & found
 
 

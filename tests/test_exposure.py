@@ -5,18 +5,18 @@ import pandas as pd
 import pytest
 import torch
 
-from tying import claims
-from tying.alignment import alignment_frame, token_split
-from tying.controls import control_model
-from tying.embeddings import Embeddings, load_embeddings
-from tying.evolution import evolution_frames
-from tying.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_values, strata, strata_text,
-                            stratum_labels, token_values, with_draws)
+from tying.claims import definitions, statistics, verdicts
+from tying.metrics.alignment import alignment_frame, token_split
+from tying.checkpoints.controls import control_model
+from tying.checkpoints.embeddings import Embeddings, load_embeddings
+from tying.metrics.evolution import evolution_frames
+from tying.claims.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_values, strata, strata_text,
+                                   stratum_labels, token_values, with_draws)
 from hubfixtures import build_survey_cache, snapshot_dir
-from tying.knn_overlap import knn_frame
+from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
-from tying.token_sets import seen_by
-from tying.trajectory import point_rows
+from tying.data.token_sets import seen_by
+from tying.claims.trajectory import point_rows
 
 SEEDS = (0, 1, 2)
 V, D = 400, 12
@@ -63,7 +63,7 @@ def test_a_gap_carried_by_rarely_drawn_tokens_shows_in_their_stratum_and_not_in_
     assert row["token_set"] == "drawn >= 100" and row["mean"] == pytest.approx(0.0, abs=0.01)
     assert row["verdict"] != "holds" and row["detail"] == "100 tokens a seed"
     # and the claims table's own pooled value is the all-token stratum's
-    pooled = claims.drift_gap(per_token.groupby(["run", "seed", "matrix", "step"], as_index=False)["drift"].mean())
+    pooled = statistics.drift_gap(per_token.groupby(["run", "seed", "matrix", "step"], as_index=False)["drift"].mean())
     assert table.loc[("C4", ALL_TOKENS), "mean"] == pytest.approx(pooled.mean())
 
 
@@ -86,7 +86,7 @@ def test_the_all_token_stratum_of_c1_and_c2_is_the_claims_tables_value():
     alignment, knn = pd.concat(alignment), pd.concat(knn)
     values = pairs_values(["main"], pd.concat(sets), alignment, knn, k=5)
     table = exposure_table(values, EDGES, 30).set_index(["claim", "stratum"])
-    stats = claims.claims_table(claims.claim_statistics(alignment=alignment, knn=knn, k=5)).set_index("claim")
+    stats = verdicts.claims_table(statistics.claim_statistics(alignment=alignment, knn=knn, k=5)).set_index("claim")
     for cid in ("C1", "C2"):
         assert table.loc[(cid, ALL_TOKENS), "mean"] == pytest.approx(stats.loc[cid, "mean"], abs=1e-6)
         assert table.loc[(cid, ALL_TOKENS), "verdict"] == stats.loc[cid, "verdict"]
@@ -125,7 +125,7 @@ def test_the_positive_control_is_c1_with_a_second_runs_output_matrix_as_tied(tmp
     untied = Embeddings(torch.randn(n, d, generator=g), second.output + 0.5 * torch.randn(n, d, generator=g),
                         False, second.tokens)  # the claims pair's untied run: its output rows like the control's
     frame = with_ids(alignment_frame(untied, positive, maps=("linear",)), {"pair": "positive", "seed": 0, "step": 1})
-    ours = claims.alignment_gap(frame, pair="positive").iloc[0]
+    ours = statistics.alignment_gap(frame, pair="positive").iloc[0]
     assert ours == pytest.approx(_numpy_c1(untied, positive.input), abs=1e-5)
     assert ours > 0.3  # the positive control holds: an output matrix in the tied role is output-like
 
@@ -140,11 +140,11 @@ def test_the_mixture_control_is_the_row_normalised_mean_of_the_input_and_output_
 
 
 def test_calibrated_c1_is_the_pairs_gap_minus_the_mixtures_paired_by_seed():
-    own = {"C1": claims.Statistic(pd.Series([0.5, 0.6, 0.7, 0.8], index=[0, 1, 2, 3]))}
-    mixture = {"C1": claims.Statistic(pd.Series([0.2, 0.1, 0.3], index=[0, 1, 2]))}
-    calibrated = claims.calibrated_statistics(own, mixture)
+    own = {"C1": definitions.Statistic(pd.Series([0.5, 0.6, 0.7, 0.8], index=[0, 1, 2, 3]))}
+    mixture = {"C1": definitions.Statistic(pd.Series([0.2, 0.1, 0.3], index=[0, 1, 2]))}
+    calibrated = statistics.calibrated_statistics(own, mixture)
     assert calibrated["C1cal"].values.to_dict() == pytest.approx({0: 0.3, 1: 0.5, 2: 0.4})
-    row = claims.claims_table(calibrated).iloc[0]
+    row = verdicts.claims_table(calibrated).iloc[0]
     assert row["claim"] == "C1cal" and row["n_seeds"] == 3 and row["verdict"] == "holds"
 
 

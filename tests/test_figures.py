@@ -4,12 +4,12 @@ import pandas as pd
 import pytest
 
 from tying.errors import PipelineError
-from tying.figures.alignment_hist import plot_alignment_hist
-from tying.figures.claims_over_training import plot_claims_over_training
-from tying.figures.evolution import plot_evolution
-from tying.figures.grad_flow import plot_grad_flow
-from tying.figures.norm_frequency import plot_norm_frequency
-from tying.norm_frequency import binned_norms
+from tying.report.figures.alignment_hist import plot_alignment_hist
+from tying.report.figures.claims_over_training import plot_claims_over_training
+from tying.report.figures.evolution import plot_evolution
+from tying.report.figures.grad_flow import plot_grad_flow
+from tying.report.figures.norm_frequency import plot_norm_frequency
+from tying.metrics.norm_frequency import binned_norms
 
 RNG = np.random.default_rng(0)
 
@@ -108,9 +108,9 @@ def test_norm_frequency_three_panels(tmp_path):
 
 
 def test_a_figure_rule_without_a_figure_is_one_line(tmp_path):
-    from tying.figures.registry import draw
+    from tying.report.figures.registry import draw
 
-    with pytest.raises(PipelineError, match=r"^no figure is registered for rule 'fig99' \(tying.figures.registry: fig1, "):
+    with pytest.raises(PipelineError, match=r"^no figure is registered for rule 'fig99' \(tying.report.figures.registry: fig1, "):
         draw("fig99", pd.DataFrame(), tmp_path / "fig99.pdf", pair="main")
     assert not (tmp_path / "fig99.pdf").exists()
 

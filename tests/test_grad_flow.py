@@ -3,7 +3,7 @@ import pytest
 
 from helpers import grad_flow_summary
 from tying.errors import PipelineError
-from tying.grad_flow import grad_flow_frame
+from tying.metrics.grad_flow import grad_flow_frame
 
 
 def provenance(steps=50):

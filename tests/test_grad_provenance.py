@@ -3,8 +3,8 @@ import torch
 
 from conftest import tiny_model
 from helpers import is_tied
-from tying.grad_provenance import GradientTap
-from tying.train import lm_loss
+from tying.train.grad_provenance import GradientTap
+from helpers import lm_loss
 
 
 def backward(model, tap, seed=0):

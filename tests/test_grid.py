@@ -7,14 +7,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying.config import load
-from tying import grid, sweep
-from tying.claims import Statistic, claims_table, seed_table
+from tying.plan.config import load
+from tying.plan import grid
+from tying.claims import sweep
+from tying.claims.definitions import Statistic
+from tying.claims.verdicts import claims_table, seed_table
 from tying.errors import PipelineError
 from tying.stats import mean_ci
-from tying.exposure import write_exposure_table
-from tying.figures.scaling import plot_scaling
-from tying.models import build_model, model_config
+from tying.claims.exposure import write_exposure_table
+from tying.report.figures.scaling import plot_scaling
+from tying.train.models import build_model, model_config
+
+
+def cell_facts(grid_cells):
+    """The cells' facts as the scaling table reads them: one row per cell, grid.FACT_COLUMNS."""
+    return pd.DataFrame([c.facts() for c in grid_cells], columns=grid.FACT_COLUMNS)
+
 
 BASE = {
     "model": {"hidden_size": 96, "layers": 3, "heads": 4, "intermediate_size": 384, "seq_len": 64},
@@ -76,7 +84,7 @@ def test_parameter_counts_are_a_built_models_numel(tied):
 
 
 def test_embedding_share_falls_along_the_size_axis():
-    facts = grid.facts(grid.cells(_config(steps=[300])))
+    facts = cell_facts(grid.cells(_config(steps=[300])))
     assert facts["params"].is_monotonic_increasing
     assert facts["embedding_share"].is_monotonic_decreasing and facts["embedding_share"].nunique() == 3
     assert (facts["embedding_share_untied"] > facts["embedding_share"]).all()
@@ -117,10 +125,10 @@ def _claims(cell_index):
 
 def _table(with_seeds=False):
     """(cell facts, {cell: (claims table, seed table)}, the scaling table)."""
-    facts = grid.facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
+    facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
     seeds = {c: s for c, (_, s) in made.items()} if with_seeds else None
-    return facts, made, sweep.scaling_table({c: t for c, (t, _) in made.items()}, facts, seeds)
+    return facts, made, sweep.size_sweep_table({c: t for c, (t, _) in made.items()}, facts, seeds)
 
 
 def test_scaling_table_carries_each_cells_claims_and_facts_exactly():
@@ -150,13 +158,13 @@ def test_scaling_table_without_seed_tables_reads_the_chance_text(tmp_path):
 
 
 def test_scaling_table_needs_every_cells_claims():
-    facts = grid.facts(grid.cells(_config()))
+    facts = cell_facts(grid.cells(_config()))
     with pytest.raises(PipelineError, match="no claims table"):
-        sweep.scaling_table({}, facts)
+        sweep.size_sweep_table({}, facts)
 
 
 def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_order(tmp_path):
-    facts = grid.facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
+    facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     tables = {cell: pd.DataFrame({"pair": cell, "claim": ["C1", "C1"], "stratum": ["all analysed", "1-9"],
                                   "tokens": ["900-910", "80"], "mean": [0.1 * i, 0.2 * i]})
               for i, cell in enumerate(facts["cell"])}
@@ -185,7 +193,7 @@ def test_scaling_figure_draws_all_tokens_solid_and_comparable_tokens_apart(tmp_p
 
 
 def test_paired_trends_difference_each_seed_between_neighbouring_cells():
-    facts = grid.facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
+    facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
     seeds = {c: s for c, (_, s) in made.items()}
     trends = sweep.paired_trends(seeds, facts)

@@ -11,21 +11,21 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
 from hubfixtures import (
-    add_bin_repos,
-    add_snapshot,
-    bin_checkpoint,
-    build_hub_cache,
-    serve_hub,
-    snapshot_dir,
-    use_hub_cache,
-    use_hub_server,
-)
+                         add_bin_repos,
+                         add_snapshot,
+                         bin_checkpoint,
+                         build_hub_cache,
+                         serve_hub,
+                         snapshot_dir,
+                         use_hub_cache,
+                         use_hub_server,
+                         )
 from snakerun import snakemake
 from test_paper_mode import fake_paper_config
-from tying.embeddings import load_embeddings
+from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError
-from tying.hub import fetch_model, plan_fetch
-from tying.torch_zip_ranges import ZIP_MAGIC
+from tying.hub.fetch import fetch_model, plan_fetch
+from tying.hub.torch_zip_ranges import ZIP_MAGIC
 
 EXPECTED_TENSORS = {
     "test-org/olmo-untied": {"model.embed_tokens.weight", "lm_head.weight"},

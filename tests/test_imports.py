@@ -1,5 +1,6 @@
-"""The package keeps the import layers of pyproject.toml's [tool.importlinter], and that contract
-would catch the training loop importing the launcher again (the circle issue 23 removed)."""
+"""The package keeps the import contracts of pyproject.toml's [tool.importlinter]: its stages in layers, the
+DAG's modules (tying.plan) free of the compute stack, the launcher above the training loop; each contract
+is shown to fail when a forbidden import is added."""
 import json
 import os
 import shutil
@@ -24,12 +25,28 @@ def test_the_package_keeps_its_import_layers():
     assert status == 0, report
 
 
-def test_the_training_loop_importing_the_launcher_breaks_the_contract(tmp_path):
+def lint_with(tmp_path, module, line):
+    """lint() on a copy of the package with `line` appended to `module` (a path under tying/)."""
     shutil.copytree(ROOT / "src" / "tying", tmp_path / "tying", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "tying" / "train.py", "a") as f:
-        f.write("\nfrom tying.distributed import launch\n")
-    status, report = lint(tmp_path)
-    assert status == 1 and "BROKEN" in report and "tying.train -> tying.distributed" in report, report
+    with open(tmp_path / "tying" / module, "a") as f:
+        f.write(f"\n{line}\n")
+    return lint(tmp_path)
+
+
+def test_the_training_loop_importing_the_launcher_breaks_the_contract(tmp_path):
+    status, report = lint_with(tmp_path, "train/loop.py", "from tying.train.distributed import launch")
+    assert status == 1 and "BROKEN" in report and "tying.train.loop -> tying.train.distributed" in report, report
+
+
+def test_a_metric_importing_the_claims_breaks_the_stages(tmp_path):
+    status, report = lint_with(tmp_path, "metrics/alignment.py", "from tying.claims.definitions import CLAIMS")
+    assert status == 1 and "stages, each importing only the stages below it BROKEN" in report, report
+    assert "tying.metrics.alignment -> tying.claims.definitions" in report, report
+
+
+def test_the_plan_importing_torch_breaks_its_contract(tmp_path):
+    status, report = lint_with(tmp_path, "plan/memory.py", "import torch")
+    assert status == 1 and "import no compute stack BROKEN" in report and "tying.plan.memory -> torch" in report, report
 
 
 HEAVY = ("torch", "scipy", "transformers", "matplotlib", "seaborn", "sklearn", "tokenizers", "safetensors",
@@ -51,5 +68,5 @@ def test_building_the_dag_imports_nothing_heavier_than_the_config_s_modules(tmp_
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     imported = json.loads(done.stdout.splitlines()[-1])
-    assert "tying.pairs" in imported and "tying.config" in imported
+    assert "tying.plan.pairs" in imported and "tying.plan.config" in imported
     assert not [m for m in imported if m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY))]

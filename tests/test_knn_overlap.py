@@ -1,10 +1,8 @@
-import math
-
 import pytest
 import torch
 
-from tying.embeddings import Embeddings
-from tying.knn_overlap import approximate_neighbours, knn_frame, nearest_neighbours, overlap, permuted_neighbours
+from tying.checkpoints.embeddings import Embeddings
+from tying.metrics.knn_overlap import approximate_neighbours, knn_frame, nearest_neighbours, overlap, permuted_neighbours
 
 
 def gen(seed):

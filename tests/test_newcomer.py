@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from snakerun import ROOT, planned_jobs
-from tying.config import layered, load, merge
+from tying.plan.config import layered, load, overlay
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
@@ -26,7 +26,7 @@ def run(cwd, *args):
 def test_merge_keeps_what_an_overlay_leaves_and_replaces_what_it_names():
     base = {"train": {"steps": 300, "lr": 0.003}, "pairs": {"main": {"a": 1}, "family": {"b": 2}},
             "architectures": {"olmo": {"family": "olmo"}, "gpt_neox": {"family": "gpt_neox"}}, "seeds": [0, 1]}
-    merged = merge(base, {"train": {"steps": 100}, "pairs": {"solo": {"c": 3}}, "architectures": {"gpt_neox": None},
+    merged = overlay(base, {"train": {"steps": 100}, "pairs": {"solo": {"c": 3}}, "architectures": {"gpt_neox": None},
                           "seeds": [0]})
     assert merged == {"train": {"steps": 100, "lr": 0.003}, "pairs": {"solo": {"c": 3}},
                       "architectures": {"olmo": {"family": "olmo"}}, "seeds": [0]}
@@ -151,7 +151,7 @@ def test_environment_yml_lists_every_pin_of_the_test_extra_as_constraints_txt_do
     ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5)"),
 ])
 def test_an_unknown_name_lists_the_valid_ones(key, value, listed):
-    from tying.config import check
+    from tying.plan.config import check
     from tying.errors import PipelineError
 
     config = load()

@@ -3,9 +3,9 @@ import pandas as pd
 import pytest
 import torch
 
-from tying.embeddings import Embeddings
+from tying.checkpoints.embeddings import Embeddings
 from tying.errors import PipelineError
-from tying.norm_frequency import binned_norms, frequency_bins, norm_frequency_frame, shape_stats
+from tying.metrics.norm_frequency import binned_norms, frequency_bins, norm_frequency_frame, shape_stats
 
 TOKENS = ("a", "b", "c", "d")
 

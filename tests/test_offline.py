@@ -15,9 +15,9 @@ from huggingface_hub import constants
 
 from helpers import build_corpus
 from snakerun import ROOT, snakemake
-from tying.config import typed_overrides
+from tying.plan.config import typed_overrides
 from tying.errors import PipelineError
-from tying.unembed import lens_placement
+from tying.lens.unembed import lens_placement
 
 CARD = """---
 configs:

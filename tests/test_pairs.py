@@ -1,4 +1,4 @@
-"""tying.pairs on small config dicts: what each pair is, decided from the config alone."""
+"""tying.plan.pairs on small config dicts: what each pair is, decided from the config alone."""
 import copy
 from dataclasses import fields
 
@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from snakerun import ROOT
-from tying import pairs
-from tying.config import check, run_params
+from tying.plan import pairs
+from tying.plan.config import check, run_params
 from tying.errors import PipelineError
-from tying.train import RunSpec
+from tying.train.loop import RunSpec
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
@@ -118,7 +118,7 @@ def test_an_empty_trajectory_of_a_released_pair_is_one_line(config):
     assert pairs.unwritten_trajectories(config) == ["hub"]
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
-    assert str(error.value) == ("pairs.hub.trajectory is empty: write it with python -m tying.revisions match "
+    assert str(error.value) == ("pairs.hub.trajectory is empty: write it with python -m tying.hub.revisions match "
                                 "(docs/statistics.md, Claims over training)")
 
 
@@ -148,11 +148,11 @@ def test_the_survey_splits_gated_comparisons_without_a_token(config):
 
 
 def test_drawn_counts_are_kept_at_the_checkpoints_of_the_pairs_compared_at_that_step(config):
-    from tying.config import load
-    from tying.grid import merge
+    from tying.plan.config import load
+    from tying.plan.grid import add_cells
 
     grid = load("configs/scaling.yaml")
-    merge(grid)
+    add_cells(grid)
     steps = {pairs.pair_step(grid, p) for p in grid["pairs"]}
     assert steps == {300, 1500}
     # a 300-step cell's counts are kept at its own checkpoints, not at the 1500-step cells' (750 is not one of

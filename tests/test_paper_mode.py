@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from hubfixtures import add_vocab_files_repo, build_hub_cache
-from snakerun import ROOT, planned_jobs, snakemake
-from tying.config import load
-from tying.embeddings import load_embeddings
+from snakerun import planned_jobs, snakemake
+from tying.plan.config import load
+from tying.checkpoints.embeddings import load_embeddings
 
 PAPER = load("configs/paper.yaml")
 

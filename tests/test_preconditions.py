@@ -2,8 +2,12 @@
 import numpy as np
 import pandas as pd
 
-from tying.claims import ALL_TOKENS, claim_statistics, claims_table
-from tying.preconditions import MIN_BIN_TOKENS, PEAK_DRAWS, ROOM_BITS, apply, pair_checks, peak_draws
+from tying.claims.definitions import ALL_TOKENS
+
+from tying.claims.statistics import claim_statistics
+
+from tying.claims.verdicts import claims_table
+from tying.claims.preconditions import MIN_BIN_TOKENS, PEAK_DRAWS, ROOM_BITS, apply, pair_checks, peak_draws
 
 SEEDS = (0, 1, 2, 3, 4)
 

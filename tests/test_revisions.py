@@ -12,7 +12,8 @@ from huggingface_hub import GitRefInfo, GitRefs, HfApi
 from huggingface_hub.errors import OfflineModeIsEnabled
 
 from tying.errors import PipelineError
-from tying.revisions import main, pin_config, set_evolution, step_branches, unpinned_references
+from tying.hub.revisions import main, pin_config, set_evolution, step_branches
+from tying.plan.pins import unpinned_references
 
 PAPER_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "paper.yaml"
 OLMO_BRANCHES = ["main", "step0-tokens0B", "step2000-tokens4B", "step30000-tokens62B", "step31000-tokens64B",

@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from snakerun import ROOT, planned_jobs, snakemake
-from tying import grid, pairs
-from tying.claims import ALL_TOKENS
-from tying.config import check, load, run_params
+from tying.plan import grid
+from tying.plan import pairs
+from tying.claims.definitions import ALL_TOKENS
+from tying.plan.config import check, load, run_params
 from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -31,7 +32,7 @@ def _grid(**scaling):
 
 
 def _merged(config):
-    grid.merge(config)
+    grid.add_cells(config)
     check(config, SCHEMA)
     return config
 
@@ -70,7 +71,7 @@ def test_cells_are_merged_as_architectures_with_their_own_schedule_and_pairs():
     assert pairs.scaling_steps(config, "d16_l1_s4") == [4]  # the claims' final step, with no claims table
     assert "4 or 6 x 4 x 16 = 256 to 384 tokens" in pairs.token_plan(config)
     merged = copy.deepcopy(config)
-    grid.merge(merged)  # a second merge of the same config changes nothing
+    grid.add_cells(merged)  # adding the cells to the same config again changes nothing
     assert merged == config
 
 

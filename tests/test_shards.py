@@ -12,11 +12,11 @@ import yaml
 from conftest import word_tokenizer
 from shardfixtures import V, build_tokens, write_local_corpus
 from snakerun import ROOT, planned_jobs, snakemake
-from tying.batches import eval_batches, train_batch
-from tying.config import load
+from tying.data.batches import eval_batches, train_batch
+from tying.plan.config import load
 from tying.errors import PipelineError
-from tying.shards import block, read_texts, shard_documents, write_documents
-from tying.tokens import ShardedIds, load_ids
+from tying.data.shards import block, read_texts, shard_documents, write_documents
+from tying.data.tokens import ShardedIds, load_ids
 
 @pytest.fixture(scope="module")
 def corpus_files(tmp_path_factory):
@@ -83,7 +83,7 @@ class FakeStream:
 
 
 def test_hf_shards_stream_their_block_of_files_with_their_share_of_the_budget(monkeypatch):
-    monkeypatch.setattr("tying.corpus.hf_rows", lambda *args: FakeStream(list(range(4))))
+    monkeypatch.setattr("tying.data.corpus.hf_rows", lambda *args: FakeStream(list(range(4))))
     corpus = {"source": "hf", "path": "org/data", "max_tokens": 45, "shards": 2}
     docs = [list(shard_documents(corpus, k)) for k in range(2)]
     # 45 words / 2 shards -> each stops once 23 words (8 rows of 3) are read, from its own files
@@ -109,12 +109,12 @@ MEMORY_PROBE = textwrap.dedent("""
     import sys, tracemalloc
     from pathlib import Path
     import pandas, pyarrow  # before tracemalloc starts: the stages import pandas where they use it
-    import tying.shards
+    import tying.data.shards
     from shardfixtures import build_tokens, write_local_corpus
-    from tying.shards import read_texts
-    from tying.tokenizer import train_bpe
+    from tying.data.shards import read_texts
+    from tying.data.tokenizer import train_bpe
 
-    tying.shards.ROW_GROUP_BYTES = 16 * 1024
+    tying.data.shards.ROW_GROUP_BYTES = 16 * 1024
     folder = Path(sys.argv[1])
     paths = write_local_corpus(folder, n_files=3, docs_per_file=1500, words=(100, 400))
     tok = train_bpe([Path(paths[0]).read_text()[:300_000]], 1024)

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from hubfixtures import build_survey_cache, snapshot_dir
-from snakerun import ROOT, planned_jobs, snakemake
-from tying.config import load
-from tying.controls import control_model
-from tying.embeddings import load_embeddings
+from snakerun import planned_jobs, snakemake
+from tying.plan.config import load
+from tying.checkpoints.controls import control_model
+from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError
 
 SURVEY = load("configs/survey.yaml")

@@ -5,9 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying import frames, tables
+from tying import frames
+
+from tying.report import tables
 from tying.errors import PipelineError
-from tying.model_quality import loss_frame
+from tying.metrics.model_quality import loss_frame
 from tying.stats import format_cell, mean_ci, summarise, token_bootstrap_ci
 
 
@@ -126,7 +128,7 @@ def test_table1_names_shared_strings_of_two_tokenizers():
 
 def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
     table = tables.table1(_alignment())
-    tables.write_table(table, tmp_path / "t1.csv", tmp_path / "t1.md")
+    frames.write_table(table, tmp_path / "t1.csv", tmp_path / "t1.md")
     lines = (tmp_path / "t1.md").read_text().splitlines()
     assert lines[0] == (
         "| pair | comparison | map | in-sample | in-sample (paper) | chance (in-sample, rows permuted) | held-out"
@@ -233,5 +235,5 @@ def test_only_and_pick_name_what_is_missing():
 
 def test_a_table_rule_without_a_builder_is_one_line():
     assert tables.build("table1", _alignment()).equals(tables.table1(_alignment()))
-    with pytest.raises(PipelineError, match=r"^no table is registered for rule 'table9' \(tying.tables.TABLES: table1, "):
+    with pytest.raises(PipelineError, match=r"^no table is registered for rule 'table9' \(tying.report.tables.TABLES: table1, "):
         tables.build("table9", _alignment())

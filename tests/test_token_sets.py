@@ -4,12 +4,12 @@ import pandas as pd
 import pytest
 import torch
 
-from tying import claims
-from tying.batches import train_batch
-from tying.embeddings import Embeddings
+from tying.claims import statistics
+from tying.data.batches import train_batch
+from tying.checkpoints.embeddings import Embeddings
 from tying.errors import PipelineError
-from tying.evolution import evolution_frame
-from tying.token_sets import analysed_tokens, drawn_by_step, drawn_frame, seen_by, token_set_frame, write_token_set
+from tying.metrics.evolution import evolution_frames
+from tying.data.token_sets import analysed_tokens, drawn_by_step, drawn_frame, seen_by, token_set_frame, write_token_set
 
 V = 40
 
@@ -79,9 +79,9 @@ def test_never_drawn_rows_no_longer_inflate_c4():
         tokens = tuple(map(str, range(300)))
         steps = [(0, Embeddings(start_in, start_out, False, tokens)), (300, Embeddings(end_in, end_out, False, tokens))]
         for keep, run in ((None, "all rows"), (np.arange(200), "drawn")):
-            rows.append(evolution_frame(steps, keep=keep).assign(run=run, seed=seed))
+            rows.append(evolution_frames(steps, keep=keep)[0].assign(run=run, seed=seed))
     evolution = pd.concat(rows, ignore_index=True)
-    every, drawn = claims.drift_gap(evolution, run="all rows"), claims.drift_gap(evolution, run="drawn")
+    every, drawn = statistics.drift_gap(evolution, run="all rows"), statistics.drift_gap(evolution, run="drawn")
     assert (every - drawn > 0.05).all()  # the never-drawn rows' drift of exactly 1 inflates the input's
     assert (evolution.loc[evolution["run"] == "drawn", "n_tokens"] == 200).all()
     last = evolution[(evolution["run"] == "drawn") & (evolution["step"] == 300)].set_index(["seed", "matrix"])

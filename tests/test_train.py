@@ -12,11 +12,11 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from conftest import markov_tokens, word_tokenizer
-from tying.batches import train_batch
-from tying.cross_entropy import NextTokenLoss
+from tying.data.batches import train_batch
+from tying.train.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
-from tying.train import RunSpec, build, lr_lambda, train, write_rows
+from tying.train.loop import RunSpec, build, lr_lambda, train, write_rows
 
 V = 64
 
@@ -178,7 +178,7 @@ def test_logs_written_without_pandas_read_back_as_the_frame_of_their_rows(tmp_pa
 
 def test_a_training_job_imports_no_pandas():
     """The train rule's script imports (pandas alone is half a second of a job's start-up)."""
-    code = ("import sys, tying.distributed, tying.models, tying.rule_script, tying.runtime, tying.train; "
+    code = ("import sys, tying.train.distributed, tying.train.models, tying.rule_script, tying.runtime, tying.train.loop; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]

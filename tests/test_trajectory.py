@@ -13,14 +13,15 @@ import yaml
 from hubfixtures import _survey_olmo, add_snapshot, word_tokenizer
 from snakerun import planned_jobs, snakemake
 from test_paper_mode import PAPER
-from tying import revisions
-from tying.alignment import alignment_frame, scaling_frame
-from tying.claims import claim_statistics, claims_table
-from tying.embeddings import Embeddings
-from tying.evolution import evolution_frames
-from tying.knn_overlap import knn_frame
+from tying.hub import revisions
+from tying.metrics.alignment import alignment_frame, scaling_frame
+from tying.claims.statistics import claim_statistics
+from tying.claims.verdicts import claims_table
+from tying.checkpoints.embeddings import Embeddings
+from tying.metrics.evolution import evolution_frames
+from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
-from tying.trajectory import point_rows, summarise
+from tying.claims.trajectory import claims_by_point, point_rows
 
 ANALYSIS = {"held_out": 0.2, "split_seed": 0}
 OPTIONS = {"held_out": 0.2, "seed": 0}  # the same, as alignment_frame and scaling_frame take them
@@ -94,7 +95,7 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
         for name, frame in final.items():
             frames.setdefault(name, []).append(frame)
     claims = claims_table(claim_statistics(**{n: pd.concat(f) for n, f in frames.items()}, k=5)).set_index("claim")
-    table = summarise(pd.concat(rows, ignore_index=True))
+    table = claims_by_point(pd.concat(rows, ignore_index=True))
 
     last = table[table["step"] == steps[-1]].set_index("claim")
     assert list(last.index) == ["LM", "C1", "C2", "C4", "C7a", "C7b"]

@@ -9,7 +9,7 @@ import yaml
 
 from snakerun import ROOT, copy_build, planned_jobs, snakemake
 from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
-from tying.pairs import pair_models
+from tying.plan.pairs import pair_models
 from tying.rule_script import COST_LINE
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())

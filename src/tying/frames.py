@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from tying.errors import PipelineError
+from tying.io import atomic_path
 
 NUMERIC_SUFFIXES = ("mean", "ci_low", "ci_high")  # a table's `<key>_mean`, `<key>_ci_low`, `<key>_ci_high`
 
@@ -66,3 +67,14 @@ def _md(value):
     if value is None or value is pd.NA:
         return ""
     return str(value).replace("|", "\\|")
+
+
+def write_table(table, csv_path, md_path, columns=None, shown=None, notes=""):
+    """A table's two files, each written whole or not at all: every column of `table` as CSV, and `shown`
+    (default `table`) as Markdown in `columns` (those it has; default: display_columns), then `notes`."""
+    shown = table if shown is None else shown
+    columns = None if columns is None else [c for c in columns if c in shown.columns]
+    with atomic_path(csv_path) as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(md_path) as tmp:
+        tmp.write_text(markdown(shown, columns) + notes)

@@ -28,3 +28,10 @@ def keep_freed_memory():
     if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def resolve_device(name):
+    """A config device name as a torch device string: "auto" is CUDA when present, else CPU."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name

@@ -1,30 +1,30 @@
-# Config validation, and the wiring of every rule file (what a pair is comes from tying.pairs; the
+# Config validation, and the wiring of every rule file (what a pair is comes from tying.plan.pairs; the
 # functions here expand rule outputs over it).
 import sys
 
 from huggingface_hub import get_token
 from snakemake.utils import min_version
 
-from tying.config import check, check_schema, run_params, typed_overrides
+from tying.plan.config import check, check_schema, run_params, typed_overrides
 from tying.errors import PipelineError
-from tying.grid import SHAPE_COLUMNS, cells, merge
-from tying.memory import request_mb
-from tying.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
-                         claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
-                         downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
-                         initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir, pair_claims_metrics,
-                         pair_models, pair_seeds, pair_step, quality_runs, reference_name, released_pairs,
-                         run_shape, scaled_models, scaled_variants, scaling_steps, schedule, survey_comparison,
-                         survey_pairs, token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
-                         trajectory_points, trajectory_variants)
-from tying.revisions import PIN_COMMAND, unpinned_references
+from tying.plan.grid import SHAPE_COLUMNS, add_cells, cells
+from tying.plan.memory import request_mb
+from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
+                              claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
+                              downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
+                              initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir,
+                              pair_claims_metrics, pair_models, pair_seeds, pair_step, quality_runs, reference_name,
+                              released_pairs, run_shape, scaled_models, scaled_variants, scaling_steps, schedule,
+                              survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
+                              trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
+from tying.plan.pins import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
 
 typed_overrides(config, workflow.config_settings.config)  # --config "lens={steps: 30}": 30, not '30'
 try:
-    check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before merge reads it
-    merge(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.grid)
+    check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before add_cells reads it
+    add_cells(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.plan.grid)
     check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
     sys.exit(f"config error: {err}")
@@ -33,9 +33,9 @@ if unpinned_references(config):  # a branch moves: the same config would fetch o
           f"pin them: {PIN_COMMAND}", file=sys.stderr)
 
 PAIRS = config.get("pairs", {})
-TRAIN_GROUPS = checkpoint_groups(config)  # one train rule per exported-steps list; tying.pairs.schedule
+TRAIN_GROUPS = checkpoint_groups(config)  # one train rule per exported-steps list; tying.plan.pairs.schedule
 FINAL_STEP = schedule(config).final
-CELLS = cells(config) if config.get("scaling") else []  # the scaling grid's cells (tying.grid)
+CELLS = cells(config) if config.get("scaling") else []  # the scaling grid's cells (tying.plan.grid)
 
 
 def all_targets():
@@ -57,7 +57,7 @@ def all_targets():
     return targets
 
 
-# --- Pair wiring: tying.pairs says what a pair is; these expand rule outputs over it ----------------
+# --- Pair wiring: tying.plan.pairs says what a pair is; these expand rule outputs over it ----------------
 def per_seed(rule, pairs):
     """A per-seed metric rule's files over the seeds of each of `pairs` (one name or a list), in order."""
     names = [pairs] if isinstance(pairs, str) else pairs
@@ -124,7 +124,7 @@ def claims_exposure_inputs(pairs):
 
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pairs, by claim_statistics argument name: the first pair's
-    metrics (tying.pairs.claims_metrics); the alignment, KNN and quality metrics of the others as further_*."""
+    metrics (tying.plan.pairs.claims_metrics); the alignment, KNN and quality metrics of the others as further_*."""
     pair = claims_pairs(config)[0]
     metrics, further_metrics = claims_metrics(config)
     inputs = pair_claims_inputs(pair, metrics)
@@ -145,12 +145,12 @@ def cell_claims_inputs(wildcards):
 
 
 def baseline_file(shape):
-    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.pairs.run_shape."""
+    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.plan.pairs.run_shape."""
     return expand(rules.baseline.output[0], **dict(zip(("seed", "steps", "batch", "seq_len"), shape)))[0]
 
 
 def quality_inputs(w):
-    """A quality job's training logs and count baselines, one each per model of the pair (tying.pairs.quality_runs)."""
+    """A quality job's training logs and count baselines, one each per model of the pair (tying.plan.pairs.quality_runs)."""
     runs, step = quality_runs(config, w.pair), pair_step(config, w.pair)
     return {"logs": [expand(rules.train.output.log, arch=a, variant=v, seed=w.seed)[0] for _, a, v in runs],
             "baselines": [baseline_file(run_shape(config, a, w.seed, step)) for _, a, _ in runs]}

@@ -1,4 +1,4 @@
-# One rule per paper figure: tidy metric Parquet in, vector PDF out (tying.figures.registry draws each rule's
+# One rule per paper figure: tidy metric Parquet in, vector PDF out (tying.report.figures.registry draws each rule's
 # figure); Figures 4 and 5 are Figure 1's rule on another metric.
 
 

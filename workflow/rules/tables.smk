@@ -101,7 +101,7 @@ rule claims:
         "../scripts/claims.py"
 
 
-# The scaling sweep (tying.grid): each cell's claims as the claims table computes them, then every cell's
+# The scaling sweep (tying.plan.grid): each cell's claims as the claims table computes them, then every cell's
 # rows in one table and figure.
 use rule claims as cell_claims with:
     input:

@@ -1,7 +1,7 @@
 # Claims over training (docs/statistics.md, "Claims over training"): the claims table's statistics at every
 # checkpoint a pair's models share. A trained pair: every train.checkpoints step of its tied, untied and
 # scaled runs, per seed. A released pair: the matched hub branches of its `trajectory` (written by
-# `python -m tying.revisions match`), fetched as embeddings only by hub_embeddings.
+# `python -m tying.hub.revisions match`), fetched as embeddings only by hub_embeddings.
 
 rule trajectory:
     input:

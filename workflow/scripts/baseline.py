@@ -1,8 +1,8 @@
 import json
 
-from tying.baselines import write_baselines
+from tying.metrics.baselines import write_baselines
 from tying.rule_script import run
-from tying.tokens import load_ids
+from tying.data.tokens import load_ids
 
 
 def main(snakemake):

@@ -1,5 +1,5 @@
-from tying.exposure import exposure_table, pairs_values, read_token_sets, write_exposure_table
-from tying.figures.claims_by_exposure import plot_claims_by_exposure
+from tying.claims.exposure import exposure_table, pairs_values, read_token_sets, write_exposure_table
+from tying.report.figures.claims_by_exposure import plot_claims_by_exposure
 from tying.rule_script import run
 from tying.tidy import read_frames
 

@@ -1,5 +1,5 @@
 from tying.rule_script import run
-from tying.controls import control_model
+from tying.checkpoints.controls import control_model
 
 
 def main(snakemake):

@@ -1,8 +1,8 @@
 import sys
 
-from tying.corpus import Digest, distribution_versions
+from tying.data.corpus import Digest, distribution_versions
 from tying.rule_script import run
-from tying.shards import block, shard_documents, write_documents
+from tying.data.shards import block, shard_documents, write_documents
 
 
 def main(snakemake):

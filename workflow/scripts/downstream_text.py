@@ -1,4 +1,4 @@
-from tying.downstream import text_documents, write_text
+from tying.metrics.downstream import text_documents, write_text
 from tying.rule_script import run
 
 

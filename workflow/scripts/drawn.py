@@ -1,8 +1,8 @@
 import pandas as pd
 
 from tying.rule_script import run
-from tying.token_sets import write_drawn
-from tying.tokens import load_ids
+from tying.data.token_sets import write_drawn
+from tying.data.tokens import load_ids
 
 
 def main(snakemake):

@@ -1,4 +1,4 @@
-from tying.figures.registry import draw
+from tying.report.figures.registry import draw
 from tying.rule_script import run
 from tying.tidy import read_frames
 

@@ -1,4 +1,4 @@
-from tying.download_plan import write_download_plan
+from tying.hub.download_plan import write_download_plan
 from tying.rule_script import run
 
 

@@ -1,4 +1,4 @@
-from tying.hub import fetch_model
+from tying.hub.fetch import fetch_model
 from tying.rule_script import run
 
 

@@ -1,6 +1,6 @@
 from tying.rule_script import run
-from tying.tokenizer import pretrained
-from tying.tokens import tokenize_documents
+from tying.data.tokenizer import pretrained
+from tying.data.tokens import tokenize_documents
 
 
 def main(snakemake):

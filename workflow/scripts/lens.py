@@ -1,5 +1,6 @@
 from tying.io import write_parquet
-from tying.lens import lens_job, load_job, save_lens
+from tying.lens.jobs import lens_job, load_job
+from tying.lens.translators import save_lens
 from tying.runtime import configure
 from tying.rule_script import run
 from tying.tidy import with_ids

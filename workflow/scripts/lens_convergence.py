@@ -3,7 +3,7 @@ import sys
 import pandas as pd
 
 from tying.io import write_parquet
-from tying.lens import REFERENCE_FACTOR, load_job, reference_check
+from tying.lens.jobs import REFERENCE_FACTOR, load_job, reference_check
 from tying.runtime import configure
 from tying.rule_script import run
 from tying.tidy import with_ids

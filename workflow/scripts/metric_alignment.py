@@ -1,10 +1,10 @@
-from tying.alignment import alignment_frame
-from tying.embeddings import load_embeddings
+from tying.metrics.alignment import alignment_frame
+from tying.checkpoints.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.token_sets import analysed_tokens
+from tying.data.token_sets import analysed_tokens
 
 
 def main(snakemake):

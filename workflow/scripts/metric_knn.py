@@ -1,10 +1,10 @@
-from tying.embeddings import load_embeddings
+from tying.checkpoints.embeddings import load_embeddings
 from tying.io import write_parquet
-from tying.knn_overlap import knn_frame
+from tying.metrics.knn_overlap import knn_frame
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.token_sets import analysed_tokens
+from tying.data.token_sets import analysed_tokens
 
 
 def main(snakemake):

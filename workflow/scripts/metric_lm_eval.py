@@ -2,7 +2,7 @@ from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.zero_shot import lm_eval_scores
+from tying.metrics.zero_shot import lm_eval_scores
 
 
 def main(snakemake):

@@ -1,8 +1,8 @@
 import pandas as pd
 
-from tying.embeddings import load_embeddings
+from tying.checkpoints.embeddings import load_embeddings
 from tying.io import write_parquet
-from tying.norm_frequency import norm_frequency_frame
+from tying.metrics.norm_frequency import norm_frequency_frame
 from tying.rule_script import run
 from tying.tidy import with_ids
 

@@ -1,4 +1,4 @@
-from tying.downstream import text_perplexity
+from tying.metrics.downstream import text_perplexity
 from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure

@@ -1,5 +1,5 @@
 from tying.io import write_parquet
-from tying.model_quality import quality_frame
+from tying.metrics.model_quality import quality_frame
 from tying.rule_script import run
 from tying.tidy import with_ids
 

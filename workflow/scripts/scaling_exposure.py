@@ -1,8 +1,8 @@
 import pandas as pd
 
-from tying.exposure import write_exposure_table
+from tying.claims.exposure import write_exposure_table
 from tying.rule_script import run
-from tying.sweep import EXPOSURE_COLUMNS, exposure_by_cell
+from tying.claims.sweep import EXPOSURE_COLUMNS, exposure_by_cell
 
 
 def main(snakemake):

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.figures.scaling import plot_scaling
+from tying.report.figures.scaling import plot_scaling
 from tying.rule_script import run
 
 

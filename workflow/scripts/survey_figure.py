@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.figures.survey import plot_survey
+from tying.report.figures.survey import plot_survey
 from tying.rule_script import run
 
 

@@ -1,5 +1,6 @@
 from tying.rule_script import run
-from tying.survey import hidden_sizes, source_commit, survey_table, write_survey
+from tying.claims.survey import hidden_sizes, survey_table, write_survey
+from tying.hub.source_record import source_commit
 from tying.tidy import read_frames
 
 

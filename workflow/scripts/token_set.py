@@ -1,7 +1,7 @@
 import pandas as pd
 
 from tying.rule_script import run
-from tying.token_sets import write_token_set
+from tying.data.token_sets import write_token_set
 
 
 def main(snakemake):

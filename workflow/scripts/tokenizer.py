@@ -1,6 +1,6 @@
-from tying import tokenizer
+from tying.data import tokenizer
 from tying.rule_script import run
-from tying.shards import read_texts
+from tying.data.shards import read_texts
 
 
 def main(snakemake):

@@ -1,5 +1,5 @@
 from tying.rule_script import run
-from tying.tokens import join_shards
+from tying.data.tokens import join_shards
 
 
 def main(snakemake):

@@ -1,6 +1,6 @@
-from tying import tokenizer
+from tying.data import tokenizer
 from tying.rule_script import run
-from tying.tokens import tokenize_documents
+from tying.data.tokens import tokenize_documents
 
 
 def main(snakemake):

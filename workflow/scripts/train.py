@@ -1,10 +1,10 @@
 import json
 
-from tying.distributed import launch
-from tying.models import resolve_device
+from tying.train.distributed import launch
+from tying.runtime import resolve_device
 from tying.rule_script import run
 from tying.runtime import configure
-from tying.train import RunSpec, train_from_files
+from tying.train.loop import RunSpec, train_from_files
 
 
 def main(snakemake):

@@ -1,13 +1,13 @@
 import pandas as pd
 
-from tying.embeddings import load_embeddings
+from tying.checkpoints.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.exposure import strata_text
-from tying.token_sets import seen_by
-from tying.trajectory import point_rows
+from tying.claims.exposure import strata_text
+from tying.data.token_sets import seen_by
+from tying.claims.trajectory import point_rows
 
 
 def main(snakemake):

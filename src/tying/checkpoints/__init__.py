@@ -1,0 +1,1 @@
+"""Checkpoints on disk: tensor layouts, file formats, embedding matrices, control matrices."""

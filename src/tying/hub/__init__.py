@@ -1,0 +1,1 @@
+"""Released checkpoints from the Hugging Face hub: fetching by byte range, revisions, download plans."""

@@ -1,0 +1,1 @@
+"""The tuned lens: translators, fitting, held-out scoring, the convergence certificate, the readout."""

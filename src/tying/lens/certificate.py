@@ -1,0 +1,74 @@
+"""C3's interval over seeds and validation windows, and the certificate that its lenses have converged.
+
+C3 (tying.claims.statistics.early_layer_gap) is a difference of held-out KLs, scored on every validation window
+(tying.lens.scoring.window_kl), the same windows for every seed. Its interval has two parts: the seeds'
+Student-t interval (the spread of training and lens fitting on this text) and a percentile bootstrap
+over windows of the seed-averaged per-window gap (which text was scored), their half-widths added in
+quadrature.
+
+The certificate has two checks; a failed one makes C3's verdict "lens not converged":
+- along training, every seed: C3 from the lens at tying.lens.fitting.CHECK_FRACTION of its steps and at the
+  end differ by at most TOLERANCE bits;
+- the reference, on the claims pair's first seed: a lens trained for tying.lens.jobs.REFERENCE_FACTOR
+  times the budget, whose held-out KL at every state is within TOLERANCE bits of the budget's lens,
+  and whose C3 is within a quarter of C3's interval half-width of the budget's C3.
+"""
+import math
+
+import pandas as pd
+
+from tying.stats import mean_ci, token_bootstrap_ci
+
+TOLERANCE = 0.005  # bits: a state's held-out KL, or C3 along training
+REFERENCE_SHARE = 0.25  # of C3's interval half-width: how far the reference's C3 may be from the budget's
+NOT_CONVERGED = "lens not converged"
+
+
+def seed_window_interval(values, per_window):
+    """C3's mean and 95% interval from its per-seed values and per-window gaps.
+
+    values: C3 by seed (each the mean over the same validation windows); per_window: the gap per
+    (window, seed), windows x seeds. Returns (mean, low, high, how it was computed): the seeds'
+    Student-t half-width and the window bootstrap's half-width in quadrature; one seed, the window
+    bootstrap alone.
+    """
+    values = pd.Series(values).dropna()
+    mean, t_low, t_high = mean_ci(values)
+    _, w_low, w_high = token_bootstrap_ci(per_window[values.index].mean(axis=1))
+    windows, w_half = len(per_window), (w_high - w_low) / 2
+    if len(values) == 1:
+        return mean, mean - w_half, mean + w_half, f"95% bootstrap over {windows} validation windows, one seed"
+    half = math.hypot((t_high - t_low) / 2, w_half)
+    return (mean, mean - half, mean + half,
+            f"Student-t 95% over {len(values)} seeds and 95% bootstrap over {windows} validation windows, "
+            "half-widths in quadrature")
+
+
+def certificate(end, check, steps, check_step, half_width, reference=None):
+    """Whether C3's lenses are converged, and the detail that says why: (passed, text).
+
+    end, check: C3 by seed from the lenses at the end of their `steps` and at `check_step`;
+    half_width: C3's interval half-width (NaN: none, the reference's C3 is then not checked);
+    reference: None (the pair trains none: the along-training check alone), or {"seed", "steps",
+    "reference_steps", "change": {role: max |change| over states}, "gap": reference C3, "budget_gap": the
+    budget's C3 on that seed}.
+    """
+    moved = (end - check).dropna()
+    along = bool((moved.abs() <= TOLERANCE).all())
+    parts = [f"along training ({check_step} -> {steps} steps), C3 change by seed "
+             + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items()) + f" (limit {TOLERANCE})"]
+    passed = along
+    if reference is None:
+        parts.append("no 4x reference for this pair (its lens_reference is false)")
+    else:
+        states = all(v <= TOLERANCE for v in reference["change"].values())
+        shift, limit = reference["gap"] - reference["budget_gap"], REFERENCE_SHARE * half_width
+        gap_ok = math.isnan(limit) or abs(shift) <= limit
+        passed = passed and states and gap_ok
+        limit_text = "no interval" if math.isnan(limit) else f"limit {limit:.4f}, a quarter of the half-width"
+        factor = reference["reference_steps"] // max(reference["steps"], 1)
+        parts.insert(0, f"{factor}x reference (seed {reference['seed']}, "
+                        f"{reference['steps']} -> {reference['reference_steps']} steps): max |change| "
+                        + ", ".join(f"{v:.4f} bits {role}" for role, v in reference["change"].items())
+                        + f" (limit {TOLERANCE}), C3 {shift:+.4f} ({limit_text})")
+    return passed, ("certified: " if passed else "not certified: ") + "; ".join(parts)

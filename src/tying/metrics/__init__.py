@@ -1,0 +1,1 @@
+"""Per-run measurements: alignment, KNN overlap, drift, gradient flow, norms, losses, baselines."""

@@ -1,0 +1,60 @@
+"""The paper's numbers, as the claims table and the paper tables print them beside ours (METHODS.md's).
+
+CLAIMS: claim id -> (what the paper reports, as text; its value of the claim's statistic, NaN where the
+paper gives none). TABLE1 .. TABLE7: the tables' cells, keyed as tying.report.tables reads them.
+"""
+import math
+
+CLAIMS = {
+    "C1": ("0.719 vs 0.525 (+0.194), in sample", 0.194),
+    "C2": ("0.733 vs 0.496 at k=10 (+0.237)", 0.237),
+    "C3": ("states 0-7 of 16: mean 5.66 vs 4.64 bits (+1.01); input layer 8.86 vs 7.01", 1.014),
+    "C4": ("OLMo-1B-0724 at 20k: input 0.87 vs output 0.56 (+0.31)", 0.31),
+    "C5": ("70-83% over the first 1000 of 10000 steps", math.nan),
+    "C6a": ("qualitative: input flat near its initial value", math.nan),
+    "C6b": ("qualitative: rise up to ~1e4 occurrences, then fall", math.nan),
+    "C6c": ("qualitative: input flat near its initial value", math.nan),
+    "C7a": ("10k steps, x5: 0.222 - 0.216 = +0.006, in sample", 0.006),
+    "C7b": ("10k steps, x5: 0.369 - 0.384 = -0.015, in sample", -0.015),
+}
+
+# (pair, comparison, map) -> value; Table 1 (in sample). Pairs: main = OLMo, family = GPT-Neo/Pythia.
+TABLE1 = {
+    (pair, comparison, m): value
+    for pair, block in {
+        "main": {
+            "input_u->output_u": (0.012, 0.440, 0.574),
+            "output_u->tied": (0.014, 0.669, 0.719),
+            "input_u->tied": (0.001, 0.420, 0.525),
+        },
+        "family": {
+            "input_u->output_u": (-0.001, 0.456, 0.518),
+            "output_u->tied": (0.001, 0.507, 0.637),
+            "input_u->tied": (0.000, 0.376, 0.507),
+        },
+    }.items()
+    for comparison, values in block.items()
+    for m, value in zip(("identity_uncentred", "orthogonal", "linear"), values)
+}
+# (pair, comparison) -> KNN@10 overlap; Table 5. scale = Qwen3.
+TABLE5 = {
+    (pair, comparison): value
+    for pair, values in {
+        "main": (0.496, 0.733, 0.455),
+        "scale": (0.366, 0.712, 0.366),
+        "family": (0.372, 0.408, 0.611),
+    }.items()
+    for comparison, value in zip(("tied_vs_input_u", "tied_vs_output_u", "input_u_vs_output_u"), values)
+}
+# (variant, reference) -> orthogonal cosine; Table 2 (10k steps) and Table 6 (1k steps).
+TABLE2 = {
+    ("tied", "input_u"): "0.216", ("tied", "output_u"): "0.384",
+    ("tied_x5", "input_u"): "0.222", ("tied_x5", "output_u"): "0.369",
+}
+TABLE6 = {
+    ("tied", "input_u"): "0.172", ("tied", "output_u"): "0.197",
+    ("tied_x2", "input_u"): "0.172-0.173", ("tied_x2", "output_u"): "0.197",
+    ("tied_x10", "input_u"): "0.173", ("tied_x10", "output_u"): "0.190",
+}
+# (arch, variant, metric) -> WikiText-2 perplexity; Table 7 (OLMo-1B at 10k steps).
+TABLE7_PERPLEXITY = {("olmo", "tied", "perplexity"): "35.71", ("olmo", "tied_x5", "perplexity"): "36.64"}

@@ -1,0 +1,1 @@
+"""What runs while Snakemake builds the DAG: the config check, pairs, the scaling grid, job memory."""

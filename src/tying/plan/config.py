@@ -1,0 +1,283 @@
+"""Config validation with one-line errors, and the derived values rules need."""
+from pathlib import Path
+
+import jsonschema
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from tying.errors import PipelineError
+from tying.plan.pairs import (claims_pairs, is_trained, model_dims, pair_schedule, schedule, trained,
+                              unwritten_trajectories)
+
+# Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
+NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
+NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
+# Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure"}
+# Targets a trained control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
+CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure"}
+
+
+def check_schema(config, schema_path):
+    """Validate `config` against the schema alone (filling its defaults, in the schema's key order), or raise
+    PipelineError naming the key and what is allowed."""
+    schema = yaml.safe_load(open(schema_path))
+    try:
+        validate(config, schema_path)
+    except WorkflowError:
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+        key = ".".join(map(str, error.absolute_path)) or "(top level)"
+        raise PipelineError(f"{key}: {error.message}") from None
+    schema_order(config, schema)
+
+
+def schema_order(value, schema, root=None):
+    """Put the keys of every mapping in `value` that the schema names (its `properties`) in the schema's order,
+    in place; keys the user chooses (pairs, variants, ...) keep theirs. Snakemake compares a rule's params by
+    their repr, which follows key order: without this, a section's keys moved about in a config file, or a
+    default written out, would rerun every job that reads the section."""
+    root = root or schema
+    schema = _resolved(schema, root)
+    if isinstance(value, dict):
+        named = {}
+        for option in [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]:
+            named |= _resolved(option, root).get("properties", {})
+        keys = [*(k for k in named if k in value), *(k for k in value if k not in named)]
+        ordered = {key: value[key] for key in keys}
+        value.clear()
+        value.update(ordered)
+        other = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = named.get(key, other if isinstance(other, dict) else None)
+            if sub is not None:
+                schema_order(item, sub, root)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            schema_order(item, schema["items"], root)
+
+
+def _resolved(schema, root):
+    """`schema`, or the `#/$defs/...` definition its $ref names."""
+    ref = schema.get("$ref", "") if isinstance(schema, dict) else ""
+    return root["$defs"][ref.removeprefix("#/$defs/")] if ref.startswith("#/$defs/") else schema
+
+
+def check(config, schema_path):
+    """check_schema, then what the schema cannot say (shards, schedules, pairs, survey), as a PipelineError."""
+    check_schema(config, schema_path)
+    _check_shards(config["corpus"])
+    train, runs = config["train"], schedule(config)
+    if train["batch_size"] % (train["nproc"] * train["grad_accum"]):
+        raise PipelineError(f"train.batch_size: {train['batch_size']} is not a multiple of train.nproc x "
+                            f"train.grad_accum ({train['nproc']} x {train['grad_accum']})")
+    late = sorted(s for s in runs.checkpoints if s > runs.steps)
+    if late:
+        raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({runs.steps})")
+    for arch in config["architectures"]:
+        own = schedule(config, {"arch": arch})
+        late = sorted(s for s in own.checkpoints if s > own.steps)
+        if late:  # only an architecture's own train entry can get here
+            raise PipelineError(f"architectures.{arch}.train.checkpoints: {late} exceed its steps ({own.steps})")
+        dims = model_dims(config, arch)
+        if dims["hidden_size"] % dims["heads"]:
+            raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
+                                f"of heads {dims['heads']}")
+    if config["lens"]["fisher"] and not config["lens"]["whiten"]:
+        raise PipelineError("lens.fisher: whitens the translators' output side on top of their input side; "
+                            "it needs lens.whiten: true")
+    _check_pairs(config)
+    _check_survey(config)
+    unwritten = unwritten_trajectories(config)
+    if unwritten:
+        raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.hub.revisions "
+                            "match (docs/statistics.md, Claims over training)")
+
+
+def _check_survey(config):
+    """Survey comparisons are hub pairs with a tied reference; a negative control (`control`) is a
+    survey comparison that no figure or table reads (its tied role is an untied model's matrix)."""
+    pairs, surveyed = config.get("pairs", {}), config.get("survey", {}).get("comparisons", {})
+    used = {pair for _, pair in _targets(config)}
+    for name in surveyed:
+        if name not in pairs:
+            raise PipelineError(f"survey.comparisons: unknown pair {name!r} (pairs: {', '.join(pairs) or 'none'})")
+    for name, pair in pairs.items():
+        if name not in surveyed and ("control" not in pair or is_trained(pair.get("tied", {}))):
+            continue
+        if not all("hub" in pair.get(role, {}) for role in ("tied", "untied")):
+            raise PipelineError(f"pairs.{name}: the survey compares a tied and an untied released (hub) model")
+        if "control" in pair and (name not in surveyed or name in used):
+            raise PipelineError(f"pairs.{name}: a negative control (control: {pair['control']}) is read by the "
+                                "survey only; list it in survey.comparisons and in no figure or table")
+
+
+def _check_shards(corpus):
+    """corpus.shards must split the source: stdlib is one part, a local shard is a block of whole files."""
+    n = corpus["shards"]
+    if n > 1 and corpus["source"] == "stdlib":
+        raise PipelineError(f"corpus.shards: {n} shards of the stdlib source, which is one part (use 1)")
+    if corpus["source"] == "local" and n > len(corpus["paths"]):
+        raise PipelineError(f"corpus.shards: {n} shards of {len(corpus['paths'])} local files "
+                            "(a shard is a block of whole files)")
+
+
+def _check_pairs(config):
+    """Cross-references the schema cannot state: names that must exist, steps that must be exported."""
+    pairs = config.get("pairs", {})
+    for name, pair in pairs.items():
+        for role in ("tied", "untied"):
+            ref = pair.get(role)
+            if ref and is_trained(ref):
+                if ref["arch"] not in config["architectures"]:
+                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r} "
+                                        f"(architectures: {', '.join(config['architectures'])})")
+                if ref["variant"] not in config["variants"]:
+                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r} "
+                                        f"(variants: {', '.join(config['variants'])})")
+                wanted = role == "tied" and "control" not in pair  # a control's tied role is an untied run
+                if config["variants"][ref["variant"]]["tied"] != wanted:
+                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not "
+                                        f"{'tied' if wanted else 'untied'}"
+                                        + (" (a control's tied role is an untied run)" if "control" in pair else ""))
+        for variant in pair.get("scaled", []):
+            if not config["variants"].get(variant, {}).get("tied"):
+                tied = [v for v, spec in config["variants"].items() if spec.get("tied")]
+                raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant "
+                                    f"(tied variants: {', '.join(tied) or 'none'})")
+        if pair.get("step") is not None and pair["step"] not in pair_schedule(config, name).checkpoints:
+            raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints "
+                                f"({', '.join(map(str, pair_schedule(config, name).checkpoints))})")
+    for key, pair in _targets(config):
+        if pair not in pairs:
+            raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
+        target = key.split(".")[1]
+        if "control" in pairs[pair] and target not in CONTROL_TARGETS:
+            raise PipelineError(f"{key}: pair {pair!r} is a negative control, read by "
+                                f"{', '.join(sorted(CONTROL_TARGETS))} only")
+        if target == "claims" and "control" in pairs[pair] and pair == claims_pairs(config)[0]:
+            raise PipelineError(f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) "
+                                "can only follow it")
+        if target in NEEDS_TRAINED and not trained(config, pair):
+            raise PipelineError(f"{key}: pair {pair!r} is released models, and {target} reads what only a pair the "
+                                "pipeline trains has (training logs, gradient provenance, token counts)")
+        if target in NEEDS_TIED and "tied" not in pairs[pair]:
+            raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
+        further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
+        if (target in NEEDS_EVOLUTION and not further_claims and not trained(config, pair)
+                and "evolution" not in pairs[pair]):
+            raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
+                                "untied model)")
+    table6 = config.get("tables", {}).get("table6")
+    if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
+        raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
+                            "train.checkpoints")
+
+
+def _targets(config):
+    """(config key, pair) for each pair a figure or table reads: ("tables.table1", "main"), ..."""
+    wanted = [(f"figures.{k}", v) for k, v in config.get("figures", {}).items()]
+    for key, value in config.get("tables", {}).items():
+        wanted += [(f"tables.{key}", v) for v in (value if isinstance(value, list) else [value])]
+    return wanted
+
+
+def run_params(config, arch, variant):
+    """Everything from the config that determines one training run's weights (RunSpec fields
+    but seed and vocabulary); as a rule's params, a change to any of them reruns the job."""
+    train, var = config["train"], config["variants"][variant]
+    runs = schedule(config, {"arch": arch, "variant": variant})
+    keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
+            "grad_accum", "dtype")
+    return {"family": config["architectures"][arch]["family"], **model_dims(config, arch), "tied": var["tied"],
+            "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
+            "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
+
+
+def typed_overrides(config, overrides):
+    """Read the text values of `snakemake --config` overrides as YAML, in `config` (where Snakemake
+    has merged them): it parses a nested `lens={steps: 30}` with every value a string ('30')."""
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            typed_overrides(config[key], value)
+        else:
+            config[key] = _typed(value)
+
+
+def _typed(value):
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return value if isinstance(parsed, (dict, list)) else parsed
+
+
+# --- Config layers: config.yaml, then each --configfile, then --config (docs/configuration.md, "Overlays") ----
+# A --configfile is an overlay holding only what it changes; with snakemake's --replace-workflow-config the
+# files replace config.yaml instead (a whole config, as the tests' are).
+WHOLE_SECTIONS = ("pairs", "figures", "tables")  # what to build: an overlay that gives one replaces it whole
+
+
+def overlay(base, layer):
+    """`layer` over `base`, as a new dict. `pairs`, `figures` and `tables` (what to build) are replaced whole
+    by a layer that gives them. Any other section (top-level key) that both give as a mapping merges
+    entry by entry, each entry replaced whole (`train: {steps: 100}` keeps the other train keys;
+    `variants: {tied_x2: {...}}` adds a variant). Null removes a section or an entry; any other value
+    replaces."""
+    merged = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
+    for key, value in (layer or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in WHOLE_SECTIONS:
+            for entry, sub in value.items():
+                if sub is None:
+                    merged[key].pop(entry, None)
+                else:
+                    merged[key][entry] = sub
+        else:
+            merged[key] = _without_nulls(value)
+    return merged
+
+
+def _without_nulls(value):
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+
+
+def layered(default, configfiles=(), overrides=None, replace=False):
+    """The config a run uses: `default` (config.yaml's path; skipped when `replace`), then each of
+    `configfiles` in order, then the `--config` `overrides` (a mapping), each laid over the last with `overlay`.
+    A file that is not a mapping raises PipelineError naming it."""
+    config = {}
+    for path in ([] if replace else [default]) + list(configfiles):
+        layer = yaml.safe_load(open(path)) or {}
+        if not isinstance(layer, dict):
+            raise PipelineError(f"{path}: a config file is a mapping of sections, not {type(layer).__name__}")
+        config = overlay(config, layer)
+    config = overlay(config, overrides or {})
+    if "seeds" in (overrides or {}):
+        _follow_seeds(config, _typed(overrides["seeds"]))
+    return config
+
+
+def _follow_seeds(config, seeds):
+    """`--config seeds=[...]` reaches the pairs with seeds of their own too: each keeps those of its own that
+    are listed, or takes the listed ones when none of its own is (`seeds=[0]`: the control's [0, 1, 2] -> [0])."""
+    if not isinstance(seeds, list):
+        return
+    for name, pair in list(config.get("pairs", {}).items()):
+        if isinstance(pair, dict) and isinstance(pair.get("seeds"), list):
+            config["pairs"][name] = {**pair, "seeds": [s for s in pair["seeds"] if s in seeds] or seeds}
+
+
+def load(*configfiles, default=None):
+    """`layered` over this checkout's config.yaml: what `snakemake --configfile F ...` runs, for scripts and
+    tests (`load("configs/paper.yaml")`)."""
+    root = Path(__file__).resolve().parents[3]
+    return layered(default or root / "config.yaml", [root / f if not Path(f).is_absolute() else f
+                                                     for f in configfiles])

@@ -1,0 +1,1 @@
+"""Tables and figures from the metric and claims tables."""

@@ -1,0 +1,1 @@
+"""Models, the training loop, its loss, gradient provenance and multi-process launch."""
