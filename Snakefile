@@ -37,7 +37,7 @@ container: TYING_IMAGE
 
 # The config (docs/configuration.md, "Overlays"): config.yaml beside this Snakefile, then each --configfile
 # merged over it in order, then --config; --replace-workflow-config drops config.yaml (whole config files).
-from tying.config import layered
+from tying.plan.config import layered
 from tying.errors import PipelineError
 
 try:
