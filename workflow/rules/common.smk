@@ -21,6 +21,11 @@ from tying.plan.pins import PIN_COMMAND, unpinned_references
 
 min_version("9.0")
 
+wildcard_constraints:  # every rule's {seed} is a number, {repo} a hub repository id, {revision} a branch or commit
+    seed=r"\d+",
+    repo=r"[^/]+/[^/]+",
+    revision=r"[^/]+",
+
 typed_overrides(config, workflow.config_settings.config)  # --config "lens={steps: 30}": 30, not '30'
 try:
     check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before add_cells reads it
@@ -92,6 +97,35 @@ def pair_claims_inputs(pair, metrics):
         inputs["lens_convergence"] = expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
                                             seed=pair_seeds(config, pair)[0])
     return inputs
+
+
+def claims_params(pairs_of, **fixed):
+    """The claims rule's params for the pairs `pairs_of(wildcards)` names (the claims table's, or one scaling
+    cell's); `fixed` replaces any of them."""
+    return {
+        "pairs": pairs_of,
+        "released": lambda w: released_pairs(config, pairs_of(w)),
+        "k": config["analysis"]["knn_k"],
+        "early_steps": lambda w: early_steps(config, pairs_of(w)[0]),
+        "scaled_variant": config["analysis"]["scaled_variant"],
+        "at_paper_scale": lambda w: claims_at_paper_scale(config),
+        "token_sets": lambda w: exposure_token_sets(pairs_of(w)),
+        "comparable_draws": config["analysis"]["comparable_draws"],
+        "mixture": lambda w: mixture_pair(config, pairs_of(w)),
+        "norm_shuffles": config["analysis"]["norm_shuffles"],
+    } | fixed
+
+
+def exposure_params(pairs_of):
+    """The claims-by-exposure rule's params for the pairs `pairs_of(wildcards)` names."""
+    return {
+        "pairs": pairs_of,
+        "token_sets": lambda w: exposure_token_sets(pairs_of(w)),
+        "k": config["analysis"]["knn_k"],
+        "scaled_variant": config["analysis"]["scaled_variant"],
+        "edges": config["analysis"]["exposure_edges"],
+        "min_tokens": config["analysis"]["min_stratum_tokens"],
+    }
 
 
 def exposure_token_sets(pairs):

@@ -42,8 +42,6 @@ rule perplexity:
         mem_mb=8000,
         runtime=60,
         gpu=1 if DOWNSTREAM.get("device") == "cuda" else 0,
-    wildcard_constraints:
-        seed=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:
@@ -67,8 +65,6 @@ rule lm_eval:
         mem_mb=16000,
         runtime=240,
         gpu=1 if DOWNSTREAM.get("device") == "cuda" else 0,
-    wildcard_constraints:
-        seed=r"\d+",
     conda:
         "../envs/eval.yaml"
     script:

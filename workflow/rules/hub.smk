@@ -21,9 +21,6 @@ rule hub_embeddings:
         network=1,
         mem_mb=4000,
         runtime=60,
-    wildcard_constraints:
-        repo=r"[^/]+/[^/]+",
-        revision=r"[^/]+",
     conda:
         "../envs/tying.yaml"
     script:
@@ -41,9 +38,6 @@ rule hub_model:
         network=1,
         mem_mb=4000,
         runtime=240,
-    wildcard_constraints:
-        repo=r"[^/]+/[^/]+",
-        revision=r"[^/]+",
     conda:
         "../envs/tying.yaml"
     script:
@@ -64,9 +58,6 @@ rule hub_tokens:
     resources:
         mem_mb=4000,
         runtime=60,
-    wildcard_constraints:
-        repo=r"[^/]+/[^/]+",
-        revision=r"[^/]+",
     conda:
         "../envs/tying.yaml"
     script:

@@ -1,5 +1,7 @@
 # Tuned lens per model of a pair (Figures 2, 6, 7; claim C3).
 
+LENS_RESOURCES = {"mem_mb": 8000, "runtime": 60, "gpu": 1 if config["lens"]["device"] == "cuda" else 0}
+
 
 rule lens:
     input:
@@ -20,13 +22,10 @@ rule lens:
     log:
         "logs/lens/{pair}/{role}/seed{seed}.log",
     resources:
-        mem_mb=8000,
-        runtime=60,
-        gpu=1 if config["lens"]["device"] == "cuda" else 0,
+        **LENS_RESOURCES,
     threads: config["lens"]["threads"]
     wildcard_constraints:
         role="tied|untied",
-        seed=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:
@@ -46,13 +45,10 @@ rule lens_convergence:
     log:
         "logs/lens/{pair}/{role}/seed{seed}.convergence.log",
     resources:
-        mem_mb=8000,
-        runtime=30,
-        gpu=1 if config["lens"]["device"] == "cuda" else 0,
+        **LENS_RESOURCES,
     threads: config["lens"]["threads"]
     wildcard_constraints:
         role="tied|untied",
-        seed=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:

@@ -11,7 +11,6 @@ rule trained_control:
     resources:
         mem_mb=lambda w, input: request_mb("control", input, 2000),
     wildcard_constraints:
-        seed=r"\d+",
         step=r"\d+",
         matrix="input|output|mixture",
     conda:
@@ -160,7 +159,6 @@ rule baseline:
     log:
         "logs/baselines/seed{seed}/steps{steps}_batch{batch}_len{seq_len}.log",
     wildcard_constraints:
-        seed=r"\d+",
         steps=r"\d+",
         batch=r"\d+",
         seq_len=r"\d+",

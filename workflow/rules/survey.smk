@@ -21,8 +21,6 @@ rule survey_control:
     resources:
         mem_mb=lambda w, input: request_mb("control", input, 8000),
     wildcard_constraints:
-        repo=r"[^/]+/[^/]+",
-        revision=r"[^/]+",
         matrix="input|output|mixture",
     conda:
         "../envs/tying.yaml"

@@ -80,16 +80,7 @@ rule claims:
         md=report("results/tables/claims.md", caption="../report/claims.rst", category="Tables"),
         seeds="results/tables/claims_seeds.parquet",
     params:
-        pairs=claims_pairs(config),
-        released=lambda w: released_pairs(config, claims_pairs(config)),
-        k=config["analysis"]["knn_k"],
-        early_steps=lambda w: early_steps(config, claims_pairs(config)[0]),
-        scaled_variant=config["analysis"]["scaled_variant"],
-        at_paper_scale=lambda w: claims_at_paper_scale(config),
-        token_sets=lambda w: exposure_token_sets(claims_pairs(config)),
-        comparable_draws=config["analysis"]["comparable_draws"],
-        mixture=lambda w: mixture_pair(config, claims_pairs(config)),
-        norm_shuffles=config["analysis"]["norm_shuffles"],
+        **claims_params(lambda w: claims_pairs(config)),
     log:
         "logs/tables/claims.log",
     resources:
@@ -111,16 +102,7 @@ use rule claims as cell_claims with:
         md="results/scaling/{cell}/claims.md",
         seeds="results/scaling/{cell}/seeds.parquet",
     params:
-        pairs=lambda w: [w.cell],
-        released=[],
-        k=config["analysis"]["knn_k"],
-        early_steps=lambda w: early_steps(config, w.cell),
-        scaled_variant=config["analysis"]["scaled_variant"],
-        at_paper_scale=False,
-        token_sets=lambda w: exposure_token_sets([w.cell]),
-        comparable_draws=config["analysis"]["comparable_draws"],
-        mixture=None,
-        norm_shuffles=config["analysis"]["norm_shuffles"],
+        **claims_params(lambda w: [w.cell], released=[], at_paper_scale=False, mixture=None),
     log:
         "logs/scaling/{cell}/claims.log",
     wildcard_constraints:
@@ -167,12 +149,7 @@ rule claims_by_exposure:
         figure=report("figures/claims_by_exposure.pdf", caption="../report/claims_by_exposure.rst",
                       category="Figures"),
     params:
-        pairs=config.get("tables", {}).get("claims_by_exposure"),
-        token_sets=lambda w: exposure_token_sets(config["tables"]["claims_by_exposure"]),
-        k=config["analysis"]["knn_k"],
-        scaled_variant=config["analysis"]["scaled_variant"],
-        edges=config["analysis"]["exposure_edges"],
-        min_tokens=config["analysis"]["min_stratum_tokens"],
+        **exposure_params(lambda w: config["tables"]["claims_by_exposure"]),
     log:
         "logs/tables/claims_by_exposure.log",
     conda:
@@ -191,12 +168,7 @@ use rule claims_by_exposure as cell_exposure with:
         md="results/scaling/{cell}/claims_by_exposure.md",
         figure="results/scaling/{cell}/claims_by_exposure.pdf",
     params:
-        pairs=lambda w: [w.cell],
-        token_sets=lambda w: exposure_token_sets([w.cell]),
-        k=config["analysis"]["knn_k"],
-        scaled_variant=config["analysis"]["scaled_variant"],
-        edges=config["analysis"]["exposure_edges"],
-        min_tokens=config["analysis"]["min_stratum_tokens"],
+        **exposure_params(lambda w: [w.cell]),
     log:
         "logs/scaling/{cell}/claims_by_exposure.log",
     wildcard_constraints:

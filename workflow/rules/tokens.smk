@@ -56,7 +56,6 @@ rule drawn:
     resources:
         runtime=30,
     wildcard_constraints:
-        seed=r"\d+",
         steps=r"\d+",
         batch=r"\d+",
         seq_len=r"\d+",
@@ -81,8 +80,6 @@ rule token_set:
         min_count=config["analysis"]["min_count"],
     log:
         "logs/token_sets/{pair}/seed{seed}.log",
-    wildcard_constraints:
-        seed=r"\d+",
     conda:
         "../envs/tying.yaml"
     script:

@@ -36,7 +36,6 @@ for checkpoints, archs in TRAIN_GROUPS.items():
             gpu=config["train"]["nproc"] if config["train"]["device"] == "cuda" else 0,
         threads: config["train"]["threads"]
         wildcard_constraints:
-            seed=r"\d+",
             **({"arch": "|".join(archs)} if not shared else {"arch": NOT_OWN} if OWN_CHECKPOINTS else {}),
         conda:
             "../envs/tying.yaml"
