@@ -2,6 +2,7 @@
 Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/grid_cost.py [--config configs/scaling.yaml] [--steps 6] [--threads 1]
+        [--record [NOTE]]
 
 Measured here, in process CPU seconds (the cores may be shared; CPU time is what a job costs):
 - start-up: `python -c "import torch, transformers"`, and a training job's fixed cost in a fresh
@@ -32,6 +33,7 @@ import torch
 import transformers
 import yaml
 
+import records
 import train_bench
 
 from tying.grid import cells
@@ -120,6 +122,7 @@ def main():
     parser.add_argument("--config", default="configs/scaling.yaml")
     parser.add_argument("--steps", type=int, default=6, help="timed training and lens steps per shape")
     parser.add_argument("--threads", type=int, default=1)
+    records.add_flag(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     transformers.utils.logging.disable_progress_bar()
@@ -180,6 +183,11 @@ def main():
     cheapest = min(grid, key=lambda c: run_cost(c, shapes, job))
     print(f"the training job's fixed cost ({job:.1f} s) is {job / run_cost(cheapest, shapes, job):.0%} of the grid's "
           f"cheapest run ({cheapest.name}, tied: {run_cost(cheapest, shapes, job):.1f} s)")
+    if args.record is not None:
+        figures = [("estimated job-seconds", round(total), "s")]
+        figures += [(f"estimated {key} job-seconds", round(value), "s") for key, value in totals.items()]
+        figures += [("training job's fixed cost", round(job, 2), "s CPU")]
+        records.append(figures, peak=train_bench.gemm_peak(1)[1], setting=args.config, note=args.record)
 
 
 def run_cost(cell, shapes, job):
