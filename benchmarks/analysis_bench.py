@@ -9,6 +9,7 @@ and untied output sharing most structure, the untied input less.
 
     .venv/bin/python benchmarks/analysis_bench.py                 # paper scale, ~5 min
     .venv/bin/python benchmarks/analysis_bench.py --vocab 8192 --dim 512
+    .venv/bin/python benchmarks/analysis_bench.py --record [NOTE]  # append the figures to benchmarks/records.csv
 """
 import argparse
 import json
@@ -24,6 +25,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
+import records
 import train_bench
 
 from tying.metrics.alignment import alignment_frame
@@ -94,6 +96,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=64)
     parser.add_argument("--power-iters", type=int, default=2)
     parser.add_argument("--skip-exact", action="store_true", help="skip exact KNN (minutes at paper scale)")
+    records.add_flag(parser)
     args = parser.parse_args()
     v, d = args.vocab, args.dim
     print(f"V={v} d={d} threads={torch.get_num_threads()} load average {os.getloadavg()[0]:.1f}", flush=True)
@@ -124,6 +127,8 @@ def main():
     # two Grams (4), the stacked orthogonal + linear maps applied to 1.2 V rows, true and permuted (3 x 4 x 2.4).
     bound = (12 + 4 + 3 * 4 * 2.4) * v * d**2 / (peak * 1e9)
     print(f"  GEMM lower bound {bound:.1f} s at {peak:.0f} GFLOP/s; ratio {align_s / bound:.2f} (target <= 1.3)")
+    figures = [("Table 1 + Figure 1", round(align_s, 1), "s"),
+               ("Table 1 + Figure 1 / GEMM bound", round(align_s / bound, 2), "")]
 
     options = dict(sketch_dim=args.sketch_dim, candidates=args.candidates, power_iters=args.power_iters)
     approx, approx_s = timed(f"approximate KNN@{args.k} (sketch {args.sketch_dim}, {args.candidates} candidates)",
@@ -131,6 +136,7 @@ def main():
     approx = approx.groupby("comparison")[["overlap", "null_overlap", "chance"]].mean()
     print(approx.round(4).to_string())
     print(f"  target <= 60 s: {'ok' if approx_s <= 60 else 'MISSED'}")
+    figures.append((f"approximate KNN@{args.k}", round(approx_s, 1), "s"))
 
     if not args.skip_exact:
         peak = gemm_peak()  # again: the lower bound should see the load the KNN run sees
@@ -142,7 +148,14 @@ def main():
         print(f"  lower bound 3*2*V^2*d/peak = {bound:.1f} s; ratio {exact_s / bound:.2f} (target <= 1.2)")
         diff = (exact["overlap"] - approx["overlap"]).abs().max()
         print(f"  approximate vs exact: max |overlap diff| = {diff:.4f} (target <= 0.005)")
+        figures += [(f"exact KNN@{args.k}", round(exact_s, 1), "s"),
+                    (f"exact KNN@{args.k} / GEMM bound", round(exact_s / bound, 2), ""),
+                    ("approximate against exact overlap", round(diff, 4), "max |diff|")]
     print(f"peak RSS: {rss_gb():.2f} GB (target <= 4 GB)")
+    if args.record is not None:
+        figures.append(("peak RSS", round(rss_gb(), 2), "GB"))
+        setting = f"V={v} d={d}, {torch.get_num_threads()} threads"
+        records.append(figures, peak=train_bench.gemm_peak(1)[1], setting=setting, note=args.record)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Where a finished build's time went: job-seconds per stage from its jobs' logs, beside this machine's fp32
 GEMM peaks (so the figures scale to another machine) and the build's wall time. Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/build_bench.py [--build .] [--wall SECONDS] [--cells]
+    .venv/bin/python benchmarks/build_bench.py [--build .] [--wall SECONDS] [--cells] [--record [NOTE]]
+        [--setting "default build"]
 
 Reads the last line of every job's log under BUILD/logs (`tying.rule_script.COST_LINE`: its wall seconds,
 its CPU seconds and those of the children it waited for, its peak memory; a job that failed or was cut
@@ -28,6 +29,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+import records
 from train_bench import flops_per_token, gemm_peak
 
 from tying.rule_script import COST_LINE
@@ -105,6 +107,8 @@ def main():
     parser.add_argument("--build", type=Path, default=Path("."), help="the directory the build ran in")
     parser.add_argument("--wall", type=float, help="the build's wall seconds, if measured")
     parser.add_argument("--cells", action="store_true", help="job-seconds per scaling-grid cell as well")
+    parser.add_argument("--setting", default="default build", help="what the build was, for --record")
+    records.add_flag(parser)
     args = parser.parse_args()
     root = args.build / "logs"
     jobs = job_table(root)
@@ -129,11 +133,23 @@ def main():
     print(f"normalised: {job_seconds:.0f} job-seconds x {one_cpu:.1f} / {REFERENCE_PEAK:.0f} = "
           f"{job_seconds * one_cpu / REFERENCE_PEAK:.0f} job-seconds at the faster class's peak")
     flops = training_flops(jobs, args.build / "results")
+    floor = flops / (one_cpu * 1e9)
     if flops:
-        floor = flops / (one_cpu * 1e9)
         print(f"train floor: the runs' model FLOPs ({flops / 1e12:.1f} TFLOP) at the 1-thread peak take {floor:.0f} s; "
               f"the train jobs' {table.loc['train', 'job_seconds']:.0f} job-seconds are "
               f"{table.loc['train', 'job_seconds'] / floor:.2f}x that (start-up, checkpoints, cores shared)")
+    if args.record is not None:
+        main_stages = ("train", "lens", "metrics")
+        figures = [("jobs", int(table.loc["total", "jobs"]), ""), ("wall time", round(wall), "s"),
+                   ("job-seconds", round(job_seconds), "s"),
+                   ("job CPU seconds", round(table.loc["total", "cpu_seconds"]), "s"),
+                   ("normalised job-seconds", round(job_seconds * one_cpu / REFERENCE_PEAK), "s at 180 GFLOP/s"),
+                   ("jobs running on average", round(job_seconds / wall, 2), "")]
+        figures += [(f"{stage} job-seconds", round(table.loc[stage, "job_seconds"]), "s") for stage in main_stages]
+        other = job_seconds - table.loc[list(main_stages), "job_seconds"].sum()
+        figures.append(("other job-seconds", round(other), "s"))
+        figures += [("train floor", round(floor), "s")] if flops else []
+        records.append(figures, peak=one_cpu, setting=args.setting, note=args.record)
 
 
 if __name__ == "__main__":

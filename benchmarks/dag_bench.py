@@ -2,6 +2,7 @@
 Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/dag_bench.py [--config configs/paper.yaml] [--workdir DIR] [--repeats 3]
+        [--record [NOTE]]
 
 No-op: builds tests/micro.yaml in --workdir (a temporary directory unless given; a given one is
 reused, so a second run skips the build), then times `snakemake figures/fig1.pdf` and
@@ -20,6 +21,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+import records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,6 +47,7 @@ def timed(workdir, config, repeats, *args, **kwargs):
 
 
 def no_op(workdir, repeats):
+    """Median seconds of the no-op runs and of the trivial workflow's, per target, as records' figures."""
     config = workdir / "config.yaml"
     config.write_text((ROOT / "tests" / "micro.yaml").read_text())
     seconds, _ = snakemake(workdir, config, whole=True)
@@ -52,6 +56,7 @@ def no_op(workdir, repeats):
         trivial = Path(tmp)
         (trivial / "Snakefile").write_text("rule all:\n    input: []\n")
         (trivial / "config.yaml").write_text("{}\n")
+        figures = []
         for target in ("figures/fig1.pdf", "all"):
             times, results = {"trivial": [], "no-op": []}, []
             for _ in range(repeats):  # alternately, so both see the same load
@@ -64,15 +69,22 @@ def no_op(workdir, repeats):
             print(f"no-op `snakemake {target}`: {median:.2f} s against {base:.2f} s for a trivial workflow "
                   f"= {median / base:.2f}x (medians of {repeats}, alternating; "
                   f"{'nothing to be done' if done else 'JOBS RAN: not up to date'}; goal <= 1.3x)")
+            name = "fig1" if target == "figures/fig1.pdf" else target
+            figures += [(f"no-op {target}", round(median, 2), "s"),
+                        ("trivial workflow" + ("" if name == "fig1" else f", {name}'s runs"), round(base, 2), "s"),
+                        (f"{name} / trivial", round(median / base, 2), "")]
+    return figures
 
 
 def dag(config, repeats):
+    """Median seconds of `snakemake -n all` for `config`, as a record's figure."""
     with tempfile.TemporaryDirectory() as empty:
         median, result = timed(Path(empty), config, repeats, "-n", "--quiet", "rules", "all")
     seeds = yaml.safe_load(config.read_text())["seeds"]
     jobs = next(int(line.split()[-1]) for line in result.stdout.splitlines() if line.startswith("total"))
-    print(f"DAG of {config.relative_to(ROOT) if config.is_relative_to(ROOT) else config} "
-          f"({len(seeds)} seeds, {jobs} jobs): `snakemake -n all` {median:.2f} s (median of {repeats})")
+    name = config.relative_to(ROOT) if config.is_relative_to(ROOT) else config
+    print(f"DAG of {name} ({len(seeds)} seeds, {jobs} jobs): `snakemake -n all` {median:.2f} s (median of {repeats})")
+    return [(f"DAG of {name}", round(median, 2), "s")]
 
 
 def main():
@@ -81,14 +93,19 @@ def main():
     parser.add_argument("--config", type=Path, default=paper if paper.exists() else ROOT / "config.yaml")
     parser.add_argument("--workdir", type=Path, help="micro build directory to create or reuse")
     parser.add_argument("--repeats", type=int, default=5)
+    records.add_flag(parser)
     args = parser.parse_args()
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
-        no_op(args.workdir.resolve(), args.repeats)
+        figures = no_op(args.workdir.resolve(), args.repeats)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            no_op(Path(tmp), args.repeats)
-    dag(args.config.resolve(), args.repeats)
+            figures = no_op(Path(tmp), args.repeats)
+    figures += dag(args.config.resolve(), args.repeats)
+    if args.record is not None:
+        from train_bench import gemm_peak  # imports torch: only when recording
+
+        records.append(figures, peak=gemm_peak(1)[1], note=args.record)
 
 
 if __name__ == "__main__":

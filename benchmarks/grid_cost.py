@@ -2,6 +2,7 @@
 Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/grid_cost.py [--config configs/scaling.yaml] [--steps 6] [--threads 1]
+        [--record [NOTE]]
 
 Measured here, in process CPU seconds (the cores may be shared; CPU time is what a job costs):
 - start-up: `python -c "import torch, transformers"`, and a training job's fixed cost in a fresh
@@ -13,8 +14,9 @@ Estimated from those: a run = start-up + steps x step + checkpoints x checkpoint
 own step cost, each scaled variant at the tied one's); a lens job = start-up + lens.steps x lens step
 (its evaluation left out); a C3 cell's lens work = 2 x seeds lens jobs + 2 half-budget convergence
 lenses (the first seed's check, as the claims pair gets it today). Metric jobs are counted at the
-default build's measured mean, 1.7 s each (docs/benchmarks.md, build_bench), 7 a seed (the claims
-metrics and the token set) and one claims table a cell; the data jobs (corpus, tokenizer, tokens) are
+default build's measured mean, 2.7 s each (benchmarks/records.csv: build_bench at f9aa496, 157
+metric job-seconds over 59 jobs), 7 a seed (the claims metrics and the token set) and one claims table
+a cell; the data jobs (corpus, tokenizer, tokens) are
 not estimated here (the docstrings corpus read alone took about 4 minutes, docs/pipeline.md).
 """
 import argparse
@@ -32,6 +34,7 @@ import torch
 import transformers
 import yaml
 
+import records
 import train_bench
 
 from tying.plan.grid import cells
@@ -41,7 +44,7 @@ from tying.plan.pairs import CLAIMS_METRICS
 from tying.data.tokenizer import save, train_bpe
 from tying.train.loop import RunSpec
 
-METRIC_JOB_S = 1.7  # docs/benchmarks.md: the default build's metric jobs, mean seconds
+METRIC_JOB_S = 2.7  # the default build's metric jobs, mean seconds (benchmarks/records.csv, build_bench)
 METRIC_JOBS_PER_SEED = len(CLAIMS_METRICS) + 1  # + the pair's token set
 TRAIN_CORPUS_TOKENS = 10_549_560  # docs/pipeline.md: the docstrings corpus's training split at vocabulary 4096
 
@@ -120,6 +123,7 @@ def main():
     parser.add_argument("--config", default="configs/scaling.yaml")
     parser.add_argument("--steps", type=int, default=6, help="timed training and lens steps per shape")
     parser.add_argument("--threads", type=int, default=1)
+    records.add_flag(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     transformers.utils.logging.disable_progress_bar()
@@ -180,6 +184,11 @@ def main():
     cheapest = min(grid, key=lambda c: run_cost(c, shapes, job))
     print(f"the training job's fixed cost ({job:.1f} s) is {job / run_cost(cheapest, shapes, job):.0%} of the grid's "
           f"cheapest run ({cheapest.name}, tied: {run_cost(cheapest, shapes, job):.1f} s)")
+    if args.record is not None:
+        figures = [("estimated job-seconds", round(total), "s")]
+        figures += [(f"estimated {key} job-seconds", round(value), "s") for key, value in totals.items()]
+        figures += [("training job's fixed cost", round(job, 2), "s CPU")]
+        records.append(figures, peak=train_bench.gemm_peak(1)[1], setting=args.config, note=args.record)
 
 
 def run_cost(cell, shapes, job):

@@ -2,8 +2,9 @@
 OLMo-1B-0724 (untied, embeddings ~17% of the weights, safetensors) and one shaped like a Pythia-1B
 step branch (untied float16, only a torch zip pytorch_model.bin). Prints bytes and seconds.
 
-Run: .venv/bin/python benchmarks/hub_fetch_bench.py
+Run: .venv/bin/python benchmarks/hub_fetch_bench.py [--record [NOTE]]   (--record: append to benchmarks/records.csv)
 """
+import argparse
 import sys
 import tempfile
 import time
@@ -15,11 +16,16 @@ import torch  # noqa: E402
 from huggingface_hub import constants  # noqa: E402
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, OlmoConfig, OlmoForCausalLM  # noqa: E402
 
+import records  # noqa: E402
 from hubfixtures import add_snapshot, serve_hub  # noqa: E402
 from tying.hub.fetch import fetch_model  # noqa: E402
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    records.add_flag(parser)
+    args = parser.parse_args()
+    figures = []
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         config = OlmoConfig(vocab_size=8192, hidden_size=128, intermediate_size=1536, num_hidden_layers=16,
@@ -46,6 +52,10 @@ def main():
                 seconds = time.perf_counter() - start
                 print(f"{repo:18} embeddings_only={bool(embeddings_only)!s:5}  bytes_read={record['bytes_read']:>11,}"
                       f"  bytes_served={sum(sent.values()):>11,}  seconds={seconds:.2f}")
+                kind = "embeddings only" if embeddings_only else "whole model"
+                figures.append((f"{repo.removeprefix('bench/')}, {kind}: bytes read", record["bytes_read"], "bytes"))
+    if args.record is not None:
+        records.append(figures, peak=None, note=args.record)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ and the CPU seconds of training and scoring it; with a tied and an untied run of
 (tied minus untied mean KL over the early states) of each and its change from the reference's.
 The lens job's tolerance is 0.005 bits on every state (docs/statistics.md, C3).
 Usage: .venv/bin/python benchmarks/lens_convergence.py BUILD [--runs olmo/tied/seed0 olmo/untied/seed0]
-[--budgets 200 400 800] [--coordinates plain whitened fisher] [--reference-steps N] [--threads 1]
+[--budgets 200 400 800] [--coordinates plain whitened fisher] [--reference-steps N] [--threads 1] [--record [NOTE]]
 BUILD: a directory where the default build (or its lens targets) ran, holding results/checkpoints
 and results/tokens; the recipe defaults to this checkout's config.yaml `lens:` section.
 """
@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 import yaml
 
+import records
+from train_bench import gemm_peak
 from tying.lens.fitting import recipe, train_lens
-
 from tying.lens.scoring import early_states, evaluate_lens
 from tying.runtime import configure
 from tying.data.tokens import load_ids
@@ -52,6 +52,7 @@ def main():
     parser.add_argument("--coordinates", nargs="+", choices=list(COORDINATES), default=list(COORDINATES))
     parser.add_argument("--reference-steps", type=int)
     parser.add_argument("--threads", type=int, default=1, help="the lens rule's default")
+    records.add_flag(parser)
     args = parser.parse_args()
     configure(args.threads)
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["lens"]
@@ -62,7 +63,7 @@ def main():
     train, val = (load_ids(tokens / f"{split}.json", tokens / "meta.json") for split in ("train", "val"))
     print(f"lens recipe: {recipe(cfg)}; reference {reference_steps} steps of it; "
           f"{len(val) // cfg['seq_len']} validation windows; tolerance {TOLERANCE} bits")
-    early, kl = None, {}
+    early, kl, recorded = None, {}, []
     for run in args.runs:
         model = frozen_model(args.build / "results" / "checkpoints" / run / f"step{build['train']['steps']}")
         early = early_states(model.config.num_hidden_layers)
@@ -79,6 +80,9 @@ def main():
         worst = change.abs().max()
         print("max |change|: " + ", ".join(f"{k} {v:.4f}{' ok' if v <= TOLERANCE else ''}" for k, v in worst.items()))
         print("CPU s (train + score): " + ", ".join(f"{k} {v:.1f}" for k, v in costs.items()))
+        named = table.rename(columns={"reference": f"reference {reference_steps}"})
+        recorded.append((run, [(f"KL state {state}, {lens}", round(value, 4), "bits")
+                               for lens in named for state, value in named[lens].items()]))
     tied = [r for r in args.runs if "/tied/" in r]
     untied = [r for r in args.runs if "/untied/" in r]
     if tied and untied:
@@ -87,6 +91,13 @@ def main():
               + ", ".join(f"{k} {v:+.4f}" for k, v in c3.items()))
         print("C3 change from the reference: "
               + ", ".join(f"{k} {v - c3['reference']:+.4f}" for k, v in c3.items() if k != "reference"))
+        recorded.append((f"C3, {tied[0]} minus {untied[0]}",
+                         [(f"C3, {k if k != 'reference' else f'reference {reference_steps}'}", round(v, 4), "bits")
+                          for k, v in c3.items()]))
+    if args.record is not None:
+        peak = gemm_peak(1)[1]
+        for setting, figures in recorded:
+            records.append(figures, peak=peak, setting=setting, note=args.record)
 
 
 if __name__ == "__main__":

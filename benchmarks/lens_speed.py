@@ -19,6 +19,7 @@ its own config.yaml's `lens:` section, alternately, `--repeats` times each.
 Usage: .venv/bin/python benchmarks/lens_speed.py [--build BUILD] [--steps 60] [--threads 1] [--src DIR]
        .venv/bin/python benchmarks/lens_speed.py --job BUILD [--old /tmp/old] [--repeats 2]
 --src DIR times DIR's code (its src/ first on the path, its config.yaml's recipe) instead of this checkout's.
+--record [NOTE] appends the figures to benchmarks/records.csv (benchmarks/records.py).
 """
 import argparse
 import json
@@ -29,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import records
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB, SEQ = 4096, 64
@@ -115,14 +118,14 @@ def step_benchmark(args, code):
     n_blocks = model.config.num_hidden_layers
     z, g = torch.randn(n_tokens, d, dtype=dtype), torch.randn(n_tokens, len(weight), dtype=dtype)
     ids = torch.from_numpy(np.asarray(train[: n_tokens], dtype=np.int64)).reshape(cfg["batch_size"], -1)
-    records, clock = [], {"resume": time.process_time()}
+    timings, clock = [], {"resume": time.process_time()}
 
     def after_step(optimizer, *_):
         end = time.process_time()
         forward, back = _cpu(lambda: z @ weight.T), _cpu(lambda: g @ weight)
         with torch.no_grad():
             states = _cpu(lambda: model.base_model(input_ids=ids, output_hidden_states=True, use_cache=False))
-        records.append((end - clock["resume"], forward, back, states))
+        timings.append((end - clock["resume"], forward, back, states))
         clock["resume"] = time.process_time()
 
     handle = register_optimizer_step_post_hook(after_step)
@@ -130,13 +133,13 @@ def step_benchmark(args, code):
         train_lens(model, train, **{**recipe(cfg), "steps": args.steps}, seed=0)
     finally:
         handle.remove()
-    step, forward, back, states = np.median(np.array(records[len(records) // 5 :]), axis=0)  # warm steps only
+    step, forward, back, states = np.median(np.array(timings[len(timings) // 5 :]), axis=0)  # warm steps only
     bound = (n_blocks + 1) * forward + n_blocks * back
     flops = 2 * n_tokens * d * len(weight)
     peak = gemm_peak()
     print(f"{code.name or code}: recipe {recipe({**cfg, 'steps': args.steps})}, {args.threads} thread(s), "
           f"model {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
-    print(f"  lens step            {step * 1e3:7.1f} ms (median of {len(records) - len(records) // 5} steps)")
+    print(f"  lens step            {step * 1e3:7.1f} ms (median of {len(timings) - len(timings) // 5} steps)")
     print(f"  seven-product bound  {bound * 1e3:7.1f} ms ({n_blocks + 1} x {forward * 1e3:.2f} forward + {n_blocks} x "
           f"{back * 1e3:.2f} back, {str(dtype).removeprefix('torch.')}, at {flops / forward / 1e9:.0f} / "
           f"{flops / back / 1e9:.0f} GFLOP/s)")
@@ -144,6 +147,14 @@ def step_benchmark(args, code):
     print(f"  model forward        {states * 1e3:7.1f} ms (its states; outside the bound): step / (bound + forward) "
           f"{step / (bound + states):.2f}")
     print(f"  fp32 GEMM peak       {peak:7.1f} GFLOP/s on 1 thread (2048^3, CPU time)")
+    if args.record is not None:
+        figures = [("lens step", round(step * 1e3, 1), "ms"), ("seven-product bound", round(bound * 1e3, 1), "ms"),
+                   ("step / bound", round(step / bound, 2), ""), ("model forward", round(states * 1e3, 1), "ms"),
+                   ("step / (bound + forward)", round(step / (bound + states), 2), ""),
+                   ("readout forward product", round(flops / forward / 1e9), "GFLOP/s"),
+                   ("readout backward product", round(flops / back / 1e9), "GFLOP/s")]
+        setting = f"step, {str(dtype).removeprefix('torch.')} products{'' if args.build else ', synthetic model'}"
+        records.append(figures, peak=peak, setting=setting, note=args.record)
 
 
 def job_benchmark(args):
@@ -168,11 +179,20 @@ def job_benchmark(args):
                 print(f"{code}: lens job {cpu:.1f} s CPU, {wall:.1f} s wall", flush=True)
     import numpy as np
 
-    print(f"fp32 GEMM peak {gemm_peak():.1f} GFLOP/s on 1 thread (2048^3, CPU time)")
+    peak = gemm_peak()
+    print(f"fp32 GEMM peak {peak:.1f} GFLOP/s on 1 thread (2048^3, CPU time)")
     for code in codes:
         print(f"{code}: median {np.median(seconds[code]):.1f} s CPU per lens job ({seconds[code]})")
+    figures = [("lens job, this checkout", round(np.median(seconds[ROOT]), 1), "s CPU")]
     if args.old:
-        print(f"new / old: {np.median(seconds[ROOT]) / np.median(seconds[codes[1]]):.2f}")
+        ratio = np.median(seconds[ROOT]) / np.median(seconds[codes[1]])
+        print(f"new / old: {ratio:.2f}")
+        old = subprocess.run(["git", "-C", str(args.old), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip() or args.old.name
+        figures += [(f"lens job, {old}", round(np.median(seconds[codes[1]]), 1), "s CPU"),
+                    (f"this / {old}", round(ratio, 2), "")]
+    if args.record is not None:
+        records.append(figures, peak=peak, setting="lens job", note=args.record)
 
 
 def run_job(spec):
@@ -227,6 +247,7 @@ def main():
     parser.add_argument("--old", type=Path, help="with --job: also the lens job of this checkout")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--run-job", help=argparse.SUPPRESS)
+    records.add_flag(parser)
     args = parser.parse_args()
     if args.run_job:
         return run_job(json.loads(args.run_job))

@@ -2,7 +2,7 @@
 it drew by then, and what the run cost. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/regime.py TOKENS [--config config.yaml ...] [--arch olmo] [--variant tied]
-        [--set train.steps=1000 --set model.layers=6 ...] [--marks 5] [--threads 1]
+        [--set train.steps=1000 --set model.layers=6 ...] [--marks 5] [--threads 1] [--record [NOTE]]
 
 TOKENS: a build's results/tokens folder (train.json, val.json, meta.json); for another vocabulary or corpus,
 build one in its own directory first, e.g.
@@ -11,7 +11,7 @@ The run is the training rule's (tying.train.loop's batches, model, optimizer, sc
 under the config (config.yaml, then each --config overlay, then each --set SECTION.KEY=VALUE), without
 exporting checkpoints. At `--marks` evenly spaced steps it prints the validation loss on the training rule's
 validation batches, the unigram and bigram tables' (tying.metrics.baselines) and the margin, with the training CPU
-seconds so far; budgets and the machine classes: docs/benchmarks.md.
+seconds so far; with --record, the last mark's figures go to benchmarks/records.csv.
 """
 import argparse
 import json
@@ -21,6 +21,8 @@ from pathlib import Path
 import torch
 import yaml
 
+import records
+from train_bench import gemm_peak
 from tying.metrics.baselines import count_baselines
 from tying.data.batches import eval_batches, train_batch
 from tying.plan.config import check_schema, load, run_params
@@ -49,6 +51,7 @@ def main():
     parser.add_argument("--set", nargs="*", default=[], dest="settings", metavar="SECTION.KEY=VALUE")
     parser.add_argument("--marks", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    records.add_flag(parser)
     args = parser.parse_args()
     configure(args.threads)
     config = overridden(load(*args.config), args.settings)
@@ -84,6 +87,13 @@ def main():
             val_loss, row = evaluate(model, batches, "cpu"), tables.loc[step]
             print(f"{step:>6} {val_loss:>9.3f} {row.bigram_loss:>7.3f} {val_loss - row.bigram_loss:>+7.3f} "
                   f"{row.unigram_loss:>8.3f} {cpu:>7.1f} {step * spec.batch_size * spec.seq_len / cpu:>10,.0f}")
+    if args.record is not None:
+        figures = [("val loss", round(val_loss, 3), "nats"), ("bigram table", round(row.bigram_loss, 3), "nats"),
+                   ("margin", round(val_loss - row.bigram_loss, 3), "nats"), ("training CPU", round(cpu), "s"),
+                   ("tokens per CPU second", round(spec.steps * spec.batch_size * spec.seq_len / cpu), "tokens/s")]
+        setting = (f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size}, "
+                   f"{spec.steps} steps, lr {spec.lr}, warmup {spec.warmup}")
+        records.append(figures, peak=gemm_peak(1)[1], setting=setting, note=args.record)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 overhead, where a step's time goes, and what a checkpoint costs. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/train_bench.py [--config config.yaml] [--arch olmo] [--threads 1] [--steps 20]
+        [--record [NOTE]]
 
 Targets: model FLOP/s at least 0.6 of the single-thread GEMM peak at the default size; provenance at
 most 10% of step time. The cores may be shared, so step times are reported as process CPU time (what
@@ -23,6 +24,7 @@ import transformers
 import yaml
 from torch.profiler import ProfilerActivity, profile
 
+import records
 from tying.data.batches import train_batch
 from tying.plan.config import check, run_params
 from tying.runtime import keep_freed_memory
@@ -165,6 +167,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=20, help="timed steps of each kind")
     parser.add_argument("--no-heap", action="store_true", help="leave glibc's malloc thresholds as they are")
+    records.add_flag(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.no_heap:
@@ -203,8 +206,20 @@ def main():
     print(f"checkpoint       {checkpoint:8.2f} s CPU each (evaluate, export, state); a run of {spec.steps} steps "
           f"and {len(spec.checkpoints)} checkpoints: {run_cpu:.1f} s CPU, {share:.0%} of it in checkpoints")
     print("where a step's CPU time goes (torch profiler, self time; the profiler inflates small operators):")
-    for name, share in step_profile(spec, ids).items():
+    shares = step_profile(spec, ids)
+    for name, share in shares.items():
         print(f"  {share:6.1%}  {name}")
+    if args.record is not None:
+        figures = [("step CPU", round(tapped_cpu * 1e3, 1), "ms"),
+                   ("step CPU without provenance", round(plain_cpu * 1e3, 1), "ms"),
+                   ("tokens per CPU second", round(tokens / tapped_cpu), "tokens/s"),
+                   ("model FLOP/s", round(per_cpu, 1), "GFLOP/s"), ("fraction of peak", round(per_cpu / peak1, 2), ""),
+                   ("provenance overhead", round(100 * (tapped_cpu - plain_cpu) / plain_cpu, 1), "%"),
+                   ("checkpoint", round(checkpoint, 2), "s CPU")]
+        figures += [(f"share: {name}", round(100 * share, 1), "% of step") for name, share in shares.items()]
+        setting = (f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={vocab}, "
+                   f"{args.threads} thread{'s' if args.threads > 1 else ''}{', glibc heap' if args.no_heap else ''}")
+        records.append(figures, peak=peak1, setting=setting, note=args.record)
 
 
 if __name__ == "__main__":
