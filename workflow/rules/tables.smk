@@ -11,6 +11,8 @@ rule table1:
         released=lambda w: released_pairs(config, config["tables"]["table1"]),
     log:
         "logs/tables/table1.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -27,6 +29,8 @@ rule table2:
         step=FINAL_STEP,
     log:
         "logs/tables/table2.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -66,6 +70,8 @@ rule table7:
         md="results/tables/table7.md",
     log:
         "logs/tables/table7.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -95,6 +101,8 @@ rule claims:
     resources:
         mem_mb=4000,
         runtime=10,
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -123,6 +131,8 @@ use rule claims as cell_claims with:
         norm_shuffles=config["analysis"]["norm_shuffles"],
     log:
         "logs/scaling/{cell}/claims.log",
+    group:
+        "cell_{cell}"
     wildcard_constraints:
         cell="|".join(c.name for c in CELLS) or "no_cells",
 
@@ -175,6 +185,8 @@ rule claims_by_exposure:
         min_tokens=config["analysis"]["min_stratum_tokens"],
     log:
         "logs/tables/claims_by_exposure.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -199,6 +211,8 @@ use rule claims_by_exposure as cell_exposure with:
         min_tokens=config["analysis"]["min_stratum_tokens"],
     log:
         "logs/scaling/{cell}/claims_by_exposure.log",
+    group:
+        "cell_{cell}"
     wildcard_constraints:
         cell="|".join(c.name for c in CELLS) or "no_cells",
 

@@ -60,6 +60,8 @@ rule drawn:
         steps=r"\d+",
         batch=r"\d+",
         seq_len=r"\d+",
+    group:
+        "draws_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -83,6 +85,8 @@ rule token_set:
         "logs/token_sets/{pair}/seed{seed}.log",
     wildcard_constraints:
         seed=r"\d+",
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
