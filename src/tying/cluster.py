@@ -15,9 +15,9 @@ def accounting_off(config_text: str) -> bool:
 def status_command() -> str | None:
     """The slurm plugin's status command for this machine's Slurm: "squeue" where it keeps no accounting
     (sacct then only says "accounting storage is disabled", and a run waits on it without end), else None,
-    the plugin's own choice (sacct). None too where scontrol is missing or does not answer in 10 s."""
+    the plugin's own choice (sacct). None too where scontrol is missing or does not answer in 5 s."""
     try:
-        out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return "squeue" if out.returncode == 0 and accounting_off(out.stdout) else None
@@ -25,11 +25,11 @@ def status_command() -> str | None:
 
 def node_cpus(partition: str | None = None) -> int | None:
     """The CPUs of the smallest node in `partition`, else in the default partition (sinfo's "%c": "2", or
-    "32+" for the fewest of several sizes), or None where sinfo is missing, fails, takes over 10 s or
+    "32+" for the fewest of several sizes), or None where sinfo is missing, fails, takes over 5 s or
     lists no such partition. A job or group that asks for more than every node has would wait in the
     queue for good (reason PartitionConfig)."""
     try:
-        out = subprocess.run(["sinfo", "-h", "-o", "%P %c"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["sinfo", "-h", "-o", "%P %c"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return fewest_cpus(out.stdout, partition) if out.returncode == 0 else None
