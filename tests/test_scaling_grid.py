@@ -134,7 +134,7 @@ def test_the_cpu_grid_plans(tmp_path):
 
 def test_the_cluster_grid_plans_with_the_slurm_profile(tmp_path):
     _config_file(tmp_path, "scaling-cluster.yaml")
-    result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--workflow-profile", "none")
+    result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"))
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
     assert jobs["cell_claims"] == 15 and jobs["lens"] == 15 * 6 and AGGREGATES <= set(jobs)
