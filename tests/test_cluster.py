@@ -60,7 +60,8 @@ def test_the_slurm_profile_alone_sets_what_a_cluster_run_needs(tmp_path, monkeyp
     assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == (100, 10)
     assert args.slurm_init_seconds_before_status_checks == 5
     assert (args.slurm_status_command == "squeue") == (status == "squeue")
-    assert args.group_components == {"metrics_{pair}_seed{seed}": 100, "draws_seed{seed}": 100, "tables": 100}
+    assert args.group_components == {"metrics_{pair}_seed{seed}": 100, "draws_seed{seed}": 100, "cell_{cell}": 100,
+                                     "tables": 100}
     monkeypatch.setenv("SLURM_PARTITION", "debug")
     assert parse_args(["-n", "--profile", "profiles/slurm"])[1].cores == 4
 
