@@ -163,7 +163,8 @@ def test_the_smoke_config_through_the_profile_gives_the_local_tables(smoke):
     local, cluster, output, _ = smoke
     assert "Nothing to be done" not in output and re.search(r"46 of 46 steps \(100%\) done", output), output[-3000:]
     tables = sorted(p.relative_to(local) for p in (local / "results").rglob("*.parquet"))
-    assert len(tables) >= 50 and tables == sorted(p.relative_to(cluster) for p in (cluster / "results").rglob("*.parquet"))
+    assert len(tables) >= 50
+    assert tables == sorted(p.relative_to(cluster) for p in (cluster / "results").rglob("*.parquet"))
     for table in tables:
         pd.testing.assert_frame_equal(pd.read_parquet(local / table), pd.read_parquet(cluster / table), obj=str(table))
     assert (cluster / "figures/fig1.pdf").stat().st_size > 10_000

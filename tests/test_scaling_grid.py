@@ -153,8 +153,9 @@ AGGREGATE_OUTPUTS = {"results/tables/scaling.csv", "results/tables/scaling.md", 
 
 
 def _jobs(output):
-    """[(rule, wildcards or "")] of the jobs a snakemake run (its stderr) or dry run (its stdout) lists."""
-    blocks = re.findall(r"^(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", output, re.M | re.S)
+    """[(rule, wildcards or "")] of the jobs a snakemake run (its stderr) or dry run (its stdout) lists; a dry
+    run indents a grouped job's rule under its group."""
+    blocks = re.findall(r"^\s*(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", output, re.M | re.S)
     return [(rule, (re.search(r"wildcards: (.*)", body) or [None, ""])[1]) for rule, body in blocks]
 
 
