@@ -15,11 +15,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 
-# Passed on to jobs that run elsewhere (cluster executors) as well.
-envvars:
-    "PYTHONPATH",
-
-
 # `--sdm apptainer` runs every job in the image the Dockerfile builds: $TYING_IMAGE (a docker://
 # address or a .sif file), else tying.sif beside this Snakefile.
 TYING_IMAGE = os.environ.get("TYING_IMAGE", os.path.join(workflow.basedir, "tying.sif"))
@@ -50,8 +45,21 @@ config.update(_layers)
 
 # Where the outputs go: a config's `workdir` (each configs/*.yaml names its own under runs/, so no config
 # overwrites another's results/ and figures/), relative to where snakemake is started; `-d DIR` wins over it.
-if config.get("workdir"):
-    workflow.workdir(config["workdir"])
+# The snakemake that plans settles it and hands it to its jobs as an absolute path: a job's own snakemake
+# starts wherever its executor puts it (sbatch -D, then an inner srun in the job's directory), so a relative
+# path applied again there would nest (runs/smoke/runs/smoke).
+if workflow.is_main_process:
+    if config.get("workdir"):
+        workflow.workdir(config["workdir"])
+    os.environ["TYING_WORKDIR"] = os.getcwd()
+elif os.environ.get("TYING_WORKDIR"):
+    workflow.workdir(os.environ["TYING_WORKDIR"])
+
+
+# Passed on to jobs that run elsewhere (cluster executors) as well.
+envvars:
+    "PYTHONPATH",
+    "TYING_WORKDIR",
 
 
 report: "workflow/report/workflow.rst"

@@ -135,7 +135,7 @@ def test_the_cpu_grid_plans(tmp_path):
 
 def test_the_cluster_grid_plans_with_the_slurm_profile(tmp_path):
     _config_file(tmp_path, "scaling-cluster.yaml")
-    result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--workflow-profile", "none")
+    result = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"))
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
     assert jobs["cell_claims"] == 15 and jobs["lens"] == 15 * 6 and AGGREGATES <= set(jobs)
@@ -154,8 +154,9 @@ AGGREGATE_OUTPUTS = {"results/tables/scaling.csv", "results/tables/scaling.md", 
 
 
 def _jobs(output):
-    """[(rule, wildcards or "")] of the jobs a snakemake run (its stderr) or dry run (its stdout) lists."""
-    blocks = re.findall(r"^(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", output, re.M | re.S)
+    """[(rule, wildcards or "")] of the jobs a snakemake run (its stderr) or dry run (its stdout) lists; a dry
+    run indents a grouped job's rule under its group."""
+    blocks = re.findall(r"^\s*(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", output, re.M | re.S)
     return [(rule, (re.search(r"wildcards: (.*)", body) or [None, ""])[1]) for rule, body in blocks]
 
 

@@ -11,6 +11,8 @@ rule fig1:
         pair=lambda w: config["figures"]["fig1"],
     log:
         "logs/figures/fig1.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -28,6 +30,8 @@ rule fig_evolution:
         "logs/figures/{fig}.log",
     wildcard_constraints:
         fig="fig3|fig8|fig9",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:

@@ -66,6 +66,8 @@ rule fig_lens:
         "logs/figures/{fig}.log",
     wildcard_constraints:
         fig="fig2|fig6|fig7",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:

@@ -32,6 +32,8 @@ rule alignment:
     resources:
         mem_mb=lambda w, input: request_mb("alignment", [input.untied, input.tied], 4000),
         runtime=30,
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -53,6 +55,8 @@ rule knn:
     resources:
         mem_mb=lambda w, input: request_mb("knn", [input.untied, input.tied], 4000),
         runtime=30,
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -81,6 +85,8 @@ rule scaling:
     resources:
         mem_mb=lambda w, input: request_mb("scaling", [*input.untied, *input.tied], 4000, held=2),
         runtime=30,
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -103,6 +109,8 @@ rule evolution:
     resources:
         mem_mb=lambda w, input: request_mb("evolution", input.checkpoints, 4000, held=3),
         runtime=30,
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -121,6 +129,8 @@ rule grad_flow:
         steps=lambda w: max(config["analysis"]["grad_flow_steps"], early_steps(config, w.pair)),
     log:
         "logs/metrics/grad_flow/{pair}/seed{seed}.log",
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -140,6 +150,8 @@ rule norm_freq:
         "logs/metrics/norm_freq/{pair}/seed{seed}.log",
     resources:
         mem_mb=lambda w, input: request_mb("norm_freq", [input.untied, input.tied, *input.initial], 4000),
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -162,6 +174,8 @@ rule baseline:
         steps=r"\d+",
         batch=r"\d+",
         seq_len=r"\d+",
+    group:
+        "draws_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -178,6 +192,8 @@ rule quality:
         runs=lambda w: quality_runs(config, w.pair),
     log:
         "logs/metrics/quality/{pair}/seed{seed}.log",
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -200,6 +216,8 @@ rule loss:
         runs=lambda w: downstream_runs(config),
     log:
         "logs/metrics/loss.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:

@@ -11,6 +11,8 @@ rule table1:
         released=lambda w: released_pairs(config, config["tables"]["table1"]),
     log:
         "logs/tables/table1.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -27,6 +29,8 @@ rule table2:
         step=FINAL_STEP,
     log:
         "logs/tables/table2.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -66,6 +70,8 @@ rule table7:
         md="results/tables/table7.md",
     log:
         "logs/tables/table7.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -86,6 +92,8 @@ rule claims:
     resources:
         mem_mb=4000,
         runtime=10,
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -105,6 +113,8 @@ use rule claims as cell_claims with:
         **claims_params(lambda w: [w.cell], released=[], at_paper_scale=False, mixture=None),
     log:
         "logs/scaling/{cell}/claims.log",
+    group:
+        "cell_{cell}"
     wildcard_constraints:
         cell="|".join(c.name for c in CELLS) or "no_cells",
 
@@ -152,6 +162,8 @@ rule claims_by_exposure:
         **exposure_params(lambda w: config["tables"]["claims_by_exposure"]),
     log:
         "logs/tables/claims_by_exposure.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
@@ -171,6 +183,8 @@ use rule claims_by_exposure as cell_exposure with:
         **exposure_params(lambda w: [w.cell]),
     log:
         "logs/scaling/{cell}/claims_by_exposure.log",
+    group:
+        "cell_{cell}"
     wildcard_constraints:
         cell="|".join(c.name for c in CELLS) or "no_cells",
 

@@ -59,6 +59,8 @@ rule drawn:
         steps=r"\d+",
         batch=r"\d+",
         seq_len=r"\d+",
+    group:
+        "draws_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:
@@ -80,6 +82,8 @@ rule token_set:
         min_count=config["analysis"]["min_count"],
     log:
         "logs/token_sets/{pair}/seed{seed}.log",
+    group:
+        "metrics_{pair}_seed{seed}"
     conda:
         "../envs/tying.yaml"
     script:

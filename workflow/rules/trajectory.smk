@@ -43,6 +43,8 @@ rule claims_over_training:
         released=lambda w: released_pairs(config, claims_over_training_pairs()),
     log:
         "logs/tables/claims_over_training.log",
+    group:
+        "tables"
     conda:
         "../envs/tying.yaml"
     script:
