@@ -9,7 +9,6 @@ import torch
 
 from tying.claims import definitions, report, verdicts
 from tying.claims import statistics as per_seed
-
 from tying.metrics import norm_frequency
 from tying.metrics.alignment import alignment_frame, scaling_frame
 from tying.checkpoints.embeddings import Embeddings

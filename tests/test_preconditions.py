@@ -3,11 +3,10 @@ import numpy as np
 import pandas as pd
 
 from tying.claims.definitions import ALL_TOKENS
-
 from tying.claims.statistics import claim_statistics
-
 from tying.claims.verdicts import claims_table
 from tying.claims.preconditions import MIN_BIN_TOKENS, PEAK_DRAWS, ROOM_BITS, apply, pair_checks, peak_draws
+from tying.claims.report import claims_tables
 
 SEEDS = (0, 1, 2, 3, 4)
 
@@ -42,6 +41,17 @@ def test_c3_is_not_testable_on_models_worse_than_their_bigram_table():
     assert better.loc["LM", "verdict"] == "holds" and better.loc["C3", "testable"] == "yes"
     assert better.loc["C3", "verdict"] == "holds"  # the planted +0.3-bit gap, now measurable
     assert "untied early-state KL 2.00 bits" in better.loc["C3", "detail"]
+
+
+def test_the_claims_rule_applies_the_preconditions_to_its_table():
+    """claims_tables, what the claims rule writes: the report, then each claim's preconditions."""
+    options = {"pairs": ["main"], "k": 10, "early_steps": None, "scaled_variant": "tied_x5", "released": [],
+               "at_paper_scale": False, "mixture": None, "norm_shuffles": 200, "comparable_draws": 100}
+    for offset, c3 in ((+0.3, "not testable here"), (-0.5, "holds")):
+        table, seeds = claims_tables({"quality": quality(offset), "lens": lens(2.0)}, {}, options)
+        rows = table.set_index("claim")
+        assert rows.loc["C3", "verdict"] == c3 and (rows["token_set"] == ALL_TOKENS).all()
+        assert sorted(seeds["claim"].unique()) == ["C3", "LM"] and len(seeds) == 2 * len(SEEDS)
 
 
 def test_c3_needs_room_for_a_gap_in_the_untied_models_early_states():

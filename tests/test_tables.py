@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 
 from tying import frames
-
 from tying.report import tables
 from tying.errors import PipelineError
 from tying.metrics.model_quality import loss_frame

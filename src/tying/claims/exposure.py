@@ -23,9 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tying.claims.definitions import ALL_TOKENS, CLAIMS, Statistic
-
 from tying.claims.statistics import calibrated_statistics
-
 from tying.claims.verdicts import claims_table, seed_table
 from tying.frames import at_step, only, pick, write_table
 

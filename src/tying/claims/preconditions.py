@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tying.claims.definitions import ALL_TOKENS
-
 from tying.claims.statistics import early_layer_gap
 from tying.frames import only
 from tying.metrics.norm_frequency import MIN_BIN_TOKENS

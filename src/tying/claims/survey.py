@@ -17,9 +17,7 @@ import math
 import pandas as pd
 
 from tying.claims.definitions import CLAIMS
-
 from tying.claims.statistics import alignment_gap
-
 from tying.claims.verdicts import verdict
 from tying.checkpoints.controls import CONTROLS
 from tying.errors import PipelineError
