@@ -9,6 +9,7 @@ from snakemake.utils import validate
 from tying.errors import PipelineError
 from tying.plan.pairs import (claims_pairs, is_trained, model_dims, pair_schedule, schedule, trained,
                               unwritten_trajectories)
+from tying.plan.recipes import clip_qkv, init_scheme
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
@@ -80,6 +81,12 @@ def check(config, schema_path):
         if late:  # only an architecture's own train entry can get here
             raise PipelineError(f"architectures.{arch}.train.checkpoints: {late} exceed its steps ({own.steps})")
         dims = model_dims(config, arch)
+        family = config["architectures"][arch]["family"]
+        try:
+            init_scheme(family, dims["init"])
+            clip_qkv(family, dims["clip_qkv"])
+        except PipelineError as err:
+            raise PipelineError(f"architectures.{arch}: {err}") from None
         if dims["hidden_size"] % dims["heads"]:
             raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
                                 f"of heads {dims['heads']}")
@@ -188,8 +195,10 @@ def run_params(config, arch, variant):
     train, var = config["train"], config["variants"][variant]
     runs = schedule(config, {"arch": arch, "variant": variant})
     keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
-            "grad_accum", "dtype")
-    return {"family": config["architectures"][arch]["family"], **model_dims(config, arch), "tied": var["tied"],
+            "grad_accum", "dtype", "adam_eps")
+    family, dims = config["architectures"][arch]["family"], model_dims(config, arch)
+    return {"family": family, **dims, "init": init_scheme(family, dims["init"]),
+            "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
             "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
             "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
 

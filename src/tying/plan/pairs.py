@@ -59,9 +59,10 @@ def claims_pairs(config):
 
 
 def model_dims(config, arch):
-    """model.* with the architecture's overrides applied (family and its train schedule removed)."""
+    """model.* with the architecture's overrides applied (family and its train schedule removed); the
+    schema leaves model.* without defaults, since an architecture's defaults would override model.*."""
     overrides = {k: v for k, v in config["architectures"][arch].items() if k not in ("family", "train")}
-    return {"intermediate_size": None, **config["model"], **overrides}
+    return {"intermediate_size": None, "init": "auto", "clip_qkv": "auto", **config["model"], **overrides}
 
 
 # --- Training schedule -----------------------------------------------------------------------

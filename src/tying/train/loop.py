@@ -24,6 +24,7 @@ from tying.checkpoints.checkpoint_files import weight_digests
 from tying.train.cross_entropy import NextTokenLoss
 from tying.train.grad_provenance import GradientTap
 from tying.io import atomic_path
+from tying.plan.recipes import init_scheme
 from tying.train.models import build_model, init_seed, model_config
 from tying.train.ranks import LOCAL
 from tying.data.tokenizer import load as load_tokenizer
@@ -55,6 +56,9 @@ class RunSpec:
     eval_batches: int
     grad_accum: int = 1
     dtype: str = "float32"
+    init: str = "auto"  # a scheme of tying.train.initialisation, or the family's own (tying.plan.recipes)
+    clip_qkv: float | None = None
+    adam_eps: float = 1e-8
 
     @classmethod
     def from_dict(cls, fields):
@@ -70,7 +74,7 @@ class RunSpec:
     def config(self):
         return model_config(self.family, vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                             layers=self.layers, heads=self.heads, seq_len=self.seq_len, tied=self.tied,
-                            eos_id=self.eos_id, intermediate_size=self.intermediate_size)
+                            eos_id=self.eos_id, intermediate_size=self.intermediate_size, clip_qkv=self.clip_qkv)
 
 
 @torch.no_grad()
@@ -95,14 +99,14 @@ def lr_lambda(spec):
 
 def build(spec, device):
     """Model, gradient tap, optimizer and schedule for `spec` at step 0."""
-    model = build_model(spec.config(), init_seed(spec.seed, spec.tied)).to(device)
+    model = build_model(spec.config(), init_seed(spec.seed, spec.tied), init_scheme(spec.family, spec.init)).to(device)
     model.train()
     tap = GradientTap(model, spec.input_grad_scale)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": spec.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=spec.lr, betas=(0.9, 0.95),
-                            fused=True)  # one kernel per tensor: a quarter of the foreach update's CPU time
+                            eps=spec.adam_eps, fused=True)  # one kernel per tensor: a quarter of the foreach update's CPU time
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(spec))
     return model, tap, opt, sched
 

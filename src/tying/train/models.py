@@ -10,6 +10,7 @@ from transformers import (AutoModelForCausalLM, GPTNeoXConfig, GPTNeoXForCausalL
 from tying.checkpoints.checkpoint_files import verify
 from tying.errors import PipelineError
 from tying.runtime import resolve_device
+from tying.train.initialisation import initialise
 
 FAMILIES = {
     "olmo": (OlmoConfig, OlmoForCausalLM),
@@ -20,11 +21,14 @@ FAMILIES = {
 
 
 def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tied, eos_id,
-                 intermediate_size=None):
-    """The transformers config of one family at the given size; tying per `tied`."""
+                 intermediate_size=None, clip_qkv=None):
+    """The transformers config of one family at the given size; tying per `tied`; clip_qkv (OLMo only):
+    queries, keys and values clamped to [-clip_qkv, clip_qkv]."""
     config_cls, _ = FAMILIES[family]
     # Qwen3Config defaults to 32 key-value heads and a head_dim of 128 whatever the size; the others derive theirs.
     extra = {"head_dim": hidden_size // heads, "num_key_value_heads": heads} if family == "qwen3" else {}
+    if clip_qkv is not None:  # tying.plan.recipes.clip_qkv has checked the family
+        extra["clip_qkv"] = clip_qkv
     return config_cls(**extra,
         vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=intermediate_size or 4 * hidden_size, max_position_embeddings=seq_len,
@@ -37,12 +41,13 @@ def init_seed(seed, tied):
     return zlib.crc32(f"init:{seed}:{'tied' if tied else 'untied'}".encode())
 
 
-def build_model(config, seed):
-    """A freshly initialised model for `config`, deterministic in `seed`."""
+def build_model(config, seed, init="hf"):
+    """A freshly initialised model for `config`, its matrices drawn by the scheme `init`
+    (tying.train.initialisation), deterministic in `seed`."""
     _, model_cls = FAMILIES[config.model_type]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return model_cls(config)
+        return initialise(model_cls(config), init)
 
 
 def embedding_names(model):
