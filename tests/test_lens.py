@@ -20,7 +20,7 @@ from tying.lens.fitting import backward_lens, check_step, lens_schedule, recipe,
 from tying.lens.jobs import REFERENCE_FACTOR, lens_job, reference_check
 from tying.lens.scoring import evaluate_lens, kl_from_target, target, target_probabilities, token_kl, window_kl
 from tying.lens.translators import TunedLens, WhitenedLens, readout_fisher, save_lens
-from tying.lens.certificate import NOT_CONVERGED, TOLERANCE, seed_window_interval
+from tying.lens.certificate import NOT_CONVERGED, TOLERANCE, seed_window_interval, state_limit
 from tying.stats import mean_ci, token_bootstrap_ci
 from tying.lens.unembed import Readout, final_norm, product_dtype, stacked_states, _states
 from tying.train.models import frozen_model
@@ -480,16 +480,18 @@ def test_the_certificate_the_claims_read_imports_no_model_code():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
-def lens_frames(check_shift=0.0, reference_shift=0.0, reference_gap_shift=0.0, seeds=range(5), n_windows=40):
+def lens_frames(check_shift=0.0, reference_shift=0.0, reference_gap_shift=0.0, seeds=range(5), n_windows=40,
+                early=(0.40, 0.38), middle=0.1):
     """C3's inputs for a 2-block pair (early state: 0): the lens jobs' per-window frames, their metric
     (the mean over the windows) and seed 0's reference checks. check_shift moves seed 1's tied KL at the
-    check; reference_shift one state's reference KL (tied, state 1); reference_gap_shift the tied early state's."""
+    check; reference_shift one state's reference KL (tied, state 1); reference_gap_shift the tied early state's.
+    early: the tied and untied models' state-0 KL (bits); middle: their state-1 KL."""
     rng = np.random.default_rng(0)
     text = rng.normal(0, 0.05, n_windows)  # how hard each window is, shared by seeds and models
     rows = []
-    for role, base in (("tied", 0.40), ("untied", 0.38)):
+    for role, base in zip(("tied", "untied"), early):
         for seed in seeds:
-            for layer, level in ((0, base), (1, 0.1), (2, 0.0)):
+            for layer, level in ((0, base), (1, middle), (2, 0.0)):
                 kl = level + (text + rng.normal(0, 0.01, n_windows) + 0.005 * seed if layer < 2 else 0 * text)
                 moved = 0.001 * (role == "tied") + (check_shift if (role, seed) == ("tied", 1) else 0)
                 check = kl + moved if layer == 0 else np.nan
@@ -529,8 +531,9 @@ def test_c3_is_scored_on_every_window_with_an_interval_over_seeds_and_windows():
     assert row["interval"] == ("Student-t 95% over 5 seeds and 95% bootstrap over 40 validation windows, "
                                "half-widths in quadrature")
     assert row["verdict"] in ("holds", "inconclusive", "does not hold")
-    assert row["detail"].startswith("certified: 4x reference (seed 0, 400 -> 1600 steps): max |change| 0.0010 bits "
-                                    "tied, 0.0010 bits untied (limit 0.005), C3 +0.0000")
+    assert row["detail"].startswith("certified: 4x reference (seed 0, 400 -> 1600 steps): states' largest |change| "
+                                    "against its limit, tied state 0 0.0010 bits (limit 0.0050), untied state 0 "
+                                    "0.0010 bits (limit 0.0050), C3 +0.0000")
     assert "along training (300 -> 400 steps), C3 change by seed 0: -0.0010, 1: -0.0010" in row["detail"]
     one = seed_window_interval(stat.values[[0]], per_window)
     assert one[3] == "95% bootstrap over 40 validation windows, one seed"
@@ -538,7 +541,7 @@ def test_c3_is_scored_on_every_window_with_an_interval_over_seeds_and_windows():
 
 @pytest.mark.parametrize("shifts, failed", [
     ({"check_shift": 0.02}, "along training"),  # seed 1's C3 still moved 0.02 bits in the last quarter
-    ({"reference_shift": 0.006}, "max |change| 0.0070 bits tied"),  # a state 0.006 bits short of the reference
+    ({"reference_shift": 0.006}, "tied state 1 0.0070 bits (limit 0.0050)"),  # a 0.1-bit state moved 0.006 bits
     ({"reference_gap_shift": 0.003}, "C3 -0.0030 (limit 0.00"),  # within the states' tolerance, not C3's quarter half-width
 ])
 def test_an_uncertified_lens_gives_the_verdict_lens_not_converged(shifts, failed):
@@ -548,6 +551,24 @@ def test_an_uncertified_lens_gives_the_verdict_lens_not_converged(shifts, failed
     assert row["detail"].startswith("not certified: ") and failed in row["detail"]
     certified = c3_row(*lens_frames())[1]
     assert certified["verdict"] != NOT_CONVERGED
+
+
+def test_a_states_limit_is_a_share_of_its_kl_above_the_fixed_floor():
+    """The reference may move a 2-bit state by 0.01 bits (1% of it is 0.02), not a 0.1-bit state (floor 0.005)."""
+    assert state_limit([0.1, 0.5, 2.0]).tolist() == pytest.approx([TOLERANCE, TOLERANCE, 0.02])
+    row = c3_row(*lens_frames(reference_shift=0.01, middle=2.0))[1]
+    assert row["verdict"] != NOT_CONVERGED and "tied state 1 0.0110 bits (limit 0.0200)" in row["detail"]
+    row = c3_row(*lens_frames(reference_shift=0.01, middle=0.1))[1]
+    assert row["verdict"] == NOT_CONVERGED and "tied state 1 0.0110 bits (limit 0.0050)" in row["detail"]
+
+
+def test_a_reference_that_moves_c3_by_more_than_a_quarter_of_its_half_width_fails_whatever_the_states_do():
+    """Early states of 20 bits: moving the tied one by 0.1 bits is within its state limit (0.2), not C3's."""
+    stat, row = c3_row(*lens_frames(reference_gap_shift=0.1, early=(20.0, 19.9)))
+    assert "tied state 0 0.1010 bits (limit 0.2000)" in row["detail"]
+    assert 0.1 > 0.25 * (row["ci_high"] - row["ci_low"]) / 2
+    assert row["verdict"] == NOT_CONVERGED and "C3 -0.1000 (limit" in row["detail"]
+    assert c3_row(*lens_frames(early=(20.0, 19.9)))[1]["verdict"] != NOT_CONVERGED
 
 
 def test_without_a_reference_lens_the_certificate_is_the_check_along_training_and_says_so():

@@ -10,7 +10,7 @@ import pandas as pd
 from tying.claims.definitions import CALIBRATED, CHANCE_QUANTILE, NORM_SHUFFLES, Statistic
 from tying.errors import PipelineError
 from tying.frames import at_step, only, pick
-from tying.lens.certificate import NOT_CONVERGED, certificate, seed_window_interval
+from tying.lens.certificate import NOT_CONVERGED, certificate, seed_window_interval, worst_state
 from tying.metrics.model_quality import quality_detail, worst_margin
 from tying.metrics.norm_frequency import rise_and_fall, shape_stats, shuffled_rise_fall
 
@@ -86,7 +86,7 @@ def lens_statistic(lens, windows=None, reference=None, pair="main"):
         gaps = [early_layer_gap(r, lens=None, value=v)["gap_bits"].iloc[0] for v in ("kl_bits", "kl_budget_bits")]
         ref = {"seed": int(r["seed"].iloc[0]), "steps": int(r["steps"].iloc[0]),
                "reference_steps": int(r["reference_steps"].iloc[0]), "gap": gaps[0], "budget_gap": gaps[1],
-               "change": r.groupby("role")["change_bits"].agg(lambda c: c.abs().max()).to_dict()}
+               "states": worst_state(r)}
     passed, detail = certificate(values, check, int(rows["steps"].iloc[0]), int(rows["check_step"].iloc[0]),
                                  (high - low) / 2, ref)
     return Statistic(values, detail=detail, interval=(low, high, how), verdict="" if passed else NOT_CONVERGED)
