@@ -1,0 +1,49 @@
+"""Claims tables of builds that differ in one choice, side by side (docs/results/recipe.md).
+
+One row per claim of each table's first pair on all analysed tokens; per build its value with interval and its
+verdict; `verdict changes` says whether any build's verdict differs from the first's.
+
+    .venv/bin/python -m tying.claims.side_by_side LABEL=results/tables/claims.parquet ... > table.md
+"""
+import sys
+
+import pandas as pd
+
+from tying.claims.definitions import ALL_TOKENS
+from tying.errors import PipelineError
+from tying.frames import markdown
+
+
+def side_by_side(tables):
+    """{label: claims table (results/tables/claims.parquet)} -> one frame: claim, paper, and per label
+    `<label>` (ours with its interval) and `<label> verdict`, then `verdict changes`."""
+    out, order = None, []
+    for label, table in tables.items():
+        rows = table[(table["pair"] == table["pair"].iloc[0]) & (table["token_set"] == ALL_TOKENS)]
+        rows = rows.set_index("claim")[["paper", "ours", "verdict"]].rename(
+            columns={"ours": label, "verdict": f"{label} verdict"})
+        order += [c for c in rows.index if c not in order]
+        out = rows if out is None else out.join(rows.drop(columns="paper"), how="outer")
+    out = out.reindex(order)
+    verdicts = out[[f"{label} verdict" for label in tables]]
+    out["verdict changes"] = verdicts.ne(verdicts.iloc[:, 0], axis=0).any(axis=1).map({True: "yes", False: ""})
+    return out.reset_index()
+
+
+def main(argv):
+    tables = {}
+    for arg in argv:
+        label, sep, path = arg.partition("=")
+        if not sep:
+            raise PipelineError(f"expected LABEL=CLAIMS.parquet, got {arg!r}")
+        tables[label] = pd.read_parquet(path)
+    if not tables:
+        raise PipelineError("usage: python -m tying.claims.side_by_side LABEL=CLAIMS.parquet ...")
+    sys.stdout.write(markdown(side_by_side(tables)))
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except (PipelineError, OSError) as err:
+        sys.exit(f"error: {err}")
