@@ -11,7 +11,9 @@ analysis, lens) is the config's own, shared by every cell:
         - {hidden_size: 64, layers: 2}
         - {hidden_size: 96, layers: 3, heads: 4, intermediate_size: 384}   # heads, intermediate_size: optional
         - {hidden_size: 96, layers: 6, scaled: []}   # scaled: this size's own input-scaled variants
-      steps: [300, 1500]          # the token-budget axis: optimizer steps of each run
+        - {hidden_size: 96, layers: 12, steps: [3000]}   # steps: this size's own budgets in place of scaling.steps
+      steps: [300, 1500]          # the token-budget axis: optimizer steps of each run (optional when every
+                                  # size names its own)
       checkpoint_fractions: [0, 1]  # exported steps, as fractions of a cell's steps (0 and 1 required)
       seeds: [0, 1, 2]            # 3 or more for verdicts (MIN_SEEDS); fewer give the direction only
       tied: tied                  # names in `variants`: the tied run, the untied run, the input-scaled runs
@@ -20,14 +22,16 @@ analysis, lens) is the config's own, shared by every cell:
       lens: all                   # cells that get the tuned lens (claim C3): all, or a list of cell names
       lens_reference: all         # lens cells whose C3 certificate also trains the 4x reference lens
       exclude: []                 # cells of the sizes x steps product left out, by name
+      c3_by_depth: false          # also C3 against depth over the lens cells, which need one a depth
 
 A cell is one (size, steps) of the product, less `exclude`; its name is `d{hidden}_l{layers}_s{steps}`
-(d96_l3_s300). Each cell trains tied, untied and each scaled variant for every seed, on
-train.batch_size x model.seq_len tokens a step (tokens = steps x batch x seq_len) and vocabulary
-tokenizer.vocab_size. A cell becomes one architecture and one pair, both named after it
-(`config_entries`): cells with the same size but different steps are separate runs, since the
-learning-rate schedule depends on the total steps, so a 300-step run is not a 1500-step run's
-step-300 checkpoint. Its architecture entry carries the cell's schedule as
+(d96_l3_s300). A size with its own `steps` crosses those instead of the shared axis: models of different
+depth reach the same margin over their bigram table in different numbers of steps. Each cell trains
+tied, untied and each scaled variant for every seed, on train.batch_size x model.seq_len tokens a step
+(tokens = steps x batch x seq_len) and vocabulary tokenizer.vocab_size. A cell becomes one architecture
+and one pair, both named after it (`config_entries`): cells with the same size but different steps are
+separate runs, since the learning-rate schedule depends on the total steps, so a 300-step run is not a
+1500-step run's step-300 checkpoint. Its architecture entry carries the cell's schedule as
 `architectures.<cell>.train: {steps, checkpoints}`, a per-architecture override of train.steps and
 train.checkpoints that tying.plan.pairs.schedule reads. `merge` adds the entries to the config as it is
 loaded (workflow/rules/common.smk, before the config check), so each cell is an ordinary
@@ -141,9 +145,7 @@ def cells(config):
     for i, size in enumerate(grid["sizes"]):
         dims = _dims(grid, size, f"scaling.sizes.{i}")
         own = _variants(config, {**grid, "scaled": size["scaled"]}) if "scaled" in size else variants
-        for steps in sorted(set(grid["steps"])):
-            if steps < 1:
-                raise PipelineError(f"scaling.steps: {steps} is not a positive number of steps")
+        for steps in _steps(grid, size, f"scaling.sizes.{i}"):
             checkpoints = tuple(sorted({round(f * steps) for f in fractions}))
             out.append(Cell(**dims, steps=steps, checkpoints=checkpoints, seeds=seeds,
                             batch_size=config["train"]["batch_size"], seq_len=config["model"]["seq_len"],
@@ -162,8 +164,37 @@ def cells(config):
     stray = sorted((reference or set()) - (set(names) if lens is None else lens))
     if stray:
         raise PipelineError(f"scaling.lens_reference: {stray} are not lens cells (scaling.lens)")
-    return [replace(c, lens=_listed(lens, c.name), lens_reference=_listed(lens, c.name) and _listed(reference, c.name))
-            for c in out if c.name not in excluded]
+    out = [replace(c, lens=_listed(lens, c.name), lens_reference=_listed(lens, c.name) and _listed(reference, c.name))
+           for c in out if c.name not in excluded]
+    if grid.get("c3_by_depth"):
+        _one_lens_cell_a_depth(out)
+    return out
+
+
+def _one_lens_cell_a_depth(grid_cells):
+    """C3 by depth's cells, the lens cells, are told apart by depth alone: at least one, and one a depth."""
+    by_depth = {}
+    for c in grid_cells:
+        if c.lens:
+            by_depth.setdefault(c.layers, []).append(c.name)
+    if not by_depth:
+        raise PipelineError("scaling.c3_by_depth: no cell has the tuned lens (scaling.lens), so there is no C3 to plot")
+    for layers, names in sorted(by_depth.items()):
+        if len(names) > 1:
+            raise PipelineError(f"scaling.c3_by_depth: lens cells {', '.join(names)} share a depth of {layers} "
+                                "layers; give one lens cell a depth (scaling.lens)")
+
+
+def _steps(grid, size, key):
+    """A size's steps, ascending: its own `steps`, else the shared scaling.steps."""
+    own = "steps" in size
+    steps = size["steps"] if own else grid.get("steps")
+    if not steps:
+        raise PipelineError(f"{key}: no steps; give scaling.steps or the size's own steps")
+    for n in steps:
+        if n < 1:
+            raise PipelineError(f"{key + '.steps' if own else 'scaling.steps'}: {n} is not a positive number of steps")
+    return sorted(set(steps))
 
 
 def _cell_list(grid, key):
