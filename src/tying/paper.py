@@ -1,7 +1,8 @@
 """The paper's numbers, as the claims table and the paper tables print them beside ours (METHODS.md's).
 
 CLAIMS: claim id -> (what the paper reports, as text; its value of the claim's statistic, NaN where the
-paper gives none). TABLE1 .. TABLE7: the tables' cells, keyed as tying.report.tables reads them.
+paper gives none). FIG2_KL: Figure 2's tuned-lens curves, whose early half is C3. TABLE1 .. TABLE7: the
+tables' cells, keyed as tying.report.tables reads them.
 """
 import math
 
@@ -17,6 +18,14 @@ CLAIMS = {
     "C7a": ("10k steps, x5: 0.222 - 0.216 = +0.006, in sample", 0.006),
     "C7b": ("10k steps, x5: 0.369 - 0.384 = -0.015, in sample", -0.015),
 }
+
+# Figure 2: tuned-lens KL (bits) at states 0 (the input embedding) .. 16, OLMo-1B (tied) and OLMo-1B-0724
+# (untied); C3 is the mean over states 0-7, the first half of the 16 layers (tying.claims.statistics).
+FIG2_KL = {
+    "tied": (8.86, 9.61, 6.42, 4.91, 4.37, 4.06, 3.61, 3.41, 3.30, 2.95, 2.72, 2.30, 2.18, 2.52, 2.79, 1.37, 2.06),
+    "untied": (7.01, 6.64, 4.84, 4.21, 3.90, 3.74, 3.52, 3.28, 3.11, 2.88, 2.53, 2.14, 1.98, 1.68, 1.31, 0.83, 0.18),
+}
+FIG2_LAYERS = len(FIG2_KL["tied"]) - 1  # 16
 
 # (pair, comparison, map) -> value; Table 1 (in sample). Pairs: main = OLMo, family = GPT-Neo/Pythia.
 TABLE1 = {

@@ -59,6 +59,8 @@ def all_targets():
     if CELLS:
         targets += ["results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf",
                     "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"]
+    if CELLS and config["scaling"].get("c3_by_depth"):
+        targets += ["results/tables/c3_by_depth.csv", "results/tables/c3_by_depth.md", "figures/c3_by_depth.pdf"]
     return targets
 
 

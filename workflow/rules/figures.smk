@@ -59,3 +59,16 @@ use rule fig1 as fig5 with:
         bins_per_decade=config["analysis"]["norm_bins_per_decade"],
     log:
         "logs/figures/fig5.log",
+
+
+rule c3_by_depth_figure:
+    input:
+        "results/tables/c3_by_depth.csv",  # rule c3_by_depth_table (tables.smk, included after this file)
+    output:
+        report("figures/c3_by_depth.pdf", caption="../report/c3_by_depth.rst", category="Figures"),
+    log:
+        "logs/figures/c3_by_depth.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_depth_figure.py"

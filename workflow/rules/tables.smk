@@ -203,3 +203,20 @@ rule scaling_exposure:
         "../envs/tying.yaml"
     script:
         "../scripts/scaling_exposure.py"
+
+
+# C3 against depth (scaling.c3_by_depth): each lens cell's C3 from the scaling table beside its tuned-lens KL per
+# state (tying.claims.depth).
+rule c3_by_depth_table:
+    input:
+        scaling=rules.scaling_table.output.csv,
+        lens=[f for c in CELLS if c.lens for f in lens_metrics(c.name)],
+    output:
+        csv=report("results/tables/c3_by_depth.csv", caption="../report/table.rst", category="Tables"),
+        md="results/tables/c3_by_depth.md",
+    log:
+        "logs/tables/c3_by_depth.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_depth_table.py"
