@@ -82,6 +82,15 @@ def test_c3_by_depth_needs_one_lens_cell_a_depth(scaling, message):
     assert grid.cells(_config(c3_by_depth=True, lens=["d48_l2_s300", "d96_l3_s1500"]))
 
 
+def test_the_depth_config_trains_each_depth_tied_and_untied_on_its_own_steps_with_every_lens_check():
+    config = load("configs/depth.yaml")
+    cells = grid.cells(config)
+    assert [(c.hidden_size, c.layers) for c in cells] == [(96, 2), (96, 3), (96, 6), (96, 12)]
+    assert all(c.scaled == () and c.lens and c.lens_reference and c.seeds == (0, 1, 2) for c in cells)
+    assert [c.steps for c in cells] == sorted((c.steps for c in cells), reverse=True)  # deeper: fewer steps
+    assert config["scaling"]["c3_by_depth"] and config["corpus"]["source"] == "docstrings"
+
+
 # --- The table: the claims table's C3 per depth, and the gap at every state ---------------------------------
 SEEDS = (0, 1, 2)
 LAYERS = {"d96_l2_s900": 2, "d96_l3_s600": 3, "d96_l6_s300": 6}
