@@ -4,7 +4,8 @@ import sys
 
 import pandas as pd
 
-from tying.claims.side_by_side import side_by_side
+from tying.claims.side_by_side import read_claims, side_by_side
+from tying.frames import markdown
 
 
 def table(pair, values):
@@ -38,3 +39,13 @@ def test_the_command_writes_markdown_and_refuses_a_bad_argument(tmp_path):
     assert out.splitlines()[0] == "| claim | paper | olmo | olmo verdict | hf | hf verdict | verdict changes |"
     bad = subprocess.run(run + [str(tmp_path / "a.parquet")], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith("error: expected LABEL=CLAIMS.parquet")
+
+
+def test_a_table_of_record_reads_back_as_the_table_it_shows(tmp_path):
+    shown = A.assign(detail=["max |change| 0.01", "", "", "", ""])
+    record = tmp_path / "record.md"
+    record.write_text("# A table of record\n\nIts provenance.\n\n" + markdown(shown) + "\nA note after it.\n")
+    back = read_claims(record)
+    assert back.columns.tolist() == shown.columns.tolist()
+    assert back.astype(str).values.tolist() == shown.astype(str).values.tolist()  # "|" in a cell survives
+    assert side_by_side({"record": back, "hf": B}).set_index("claim").loc["C1", "record"] == "0.38"

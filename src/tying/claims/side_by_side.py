@@ -4,7 +4,11 @@ One row per claim of each table's first pair on all analysed tokens; per build i
 verdict; `verdict changes` says whether any build's verdict differs from the first's.
 
     .venv/bin/python -m tying.claims.side_by_side LABEL=results/tables/claims.parquet ... > table.md
+
+A build's claims table is its claims.parquet, or a table of record (docs/results/*.md): the first Markdown table
+in it whose header starts with `| pair | claim |`.
 """
+import re
 import sys
 
 import pandas as pd
@@ -30,13 +34,29 @@ def side_by_side(tables):
     return out.reset_index()
 
 
+def read_claims(path):
+    """A claims table from its Parquet file or from the Markdown table in a table of record."""
+    if not str(path).endswith(".md"):
+        return pd.read_parquet(path)
+    lines = open(path).read().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("| pair | claim |")), None)
+    if start is None:
+        raise PipelineError(f"{path} holds no claims table (a line starting with '| pair | claim |')")
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])])
+    return pd.DataFrame(rows[2:], columns=rows[0])
+
+
 def main(argv):
     tables = {}
     for arg in argv:
         label, sep, path = arg.partition("=")
         if not sep:
             raise PipelineError(f"expected LABEL=CLAIMS.parquet, got {arg!r}")
-        tables[label] = pd.read_parquet(path)
+        tables[label] = read_claims(path)
     if not tables:
         raise PipelineError("usage: python -m tying.claims.side_by_side LABEL=CLAIMS.parquet ...")
     sys.stdout.write(markdown(side_by_side(tables)))
