@@ -18,6 +18,7 @@ from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups
                               survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
                               trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
 from tying.plan.pins import PIN_COMMAND, unpinned_references
+from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
 min_version("9.0")
 
@@ -44,24 +45,42 @@ CELLS = cells(config) if config.get("scaling") else []  # the scaling grid's cel
 
 
 def all_targets():
-    """Every figure and table the config enables."""
-    tables = config.get("tables", {})
-    targets = [f"figures/{fig}.pdf" for fig in config.get("figures", {})]
-    targets += [f"results/tables/{t}.{ext}" for t in tables if t != "claims" for ext in ("csv", "md")]
-    if "claims" in tables:
-        targets += ["results/tables/claims.parquet", "results/tables/claims.md"]
-    if "claims_over_training" in tables:
-        targets.append("figures/claims_over_training.pdf")
-    if "claims_by_exposure" in tables:
-        targets.append("figures/claims_by_exposure.pdf")
-    if "survey" in config:
-        targets += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
-    if CELLS:
-        targets += ["results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf",
-                    "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"]
-    if CELLS and config["scaling"].get("c3_by_depth"):
-        targets += ["results/tables/c3_by_depth.csv", "results/tables/c3_by_depth.md", "figures/c3_by_depth.pdf"]
-    return targets
+    """Every figure and table the config enables (tying.plan.targets.targets)."""
+    return targets(config)
+
+
+# --- Targets the config does not build (tying.plan.targets) -----------------------------------------
+def if_built(target, inputs=()):
+    """`inputs` when the config builds `target`; otherwise the run ends here, while snakemake builds the DAG
+    and before any job, with refusal's one line: the config key `target` needs and the configs that build it.
+    The line names the command line's target that asked for `target` (a table's Markdown for its CSV: the
+    same key), else `target`."""
+    key = lacks(config, target)
+    if key:
+        asked = next((t for t in workflow.dag_settings.targets if lacks(config, t) == key), target)
+        sys.exit(refusal(config, asked))
+    return inputs
+
+
+def figure_pair(fig):
+    """The pair figures.<fig> draws (if_built: a figure the config leaves out ends the run)."""
+    if_built(f"figures/{fig}.pdf")
+    return config["figures"][fig]
+
+
+def table_pairs(table):
+    """The pair or pairs tables.<table> reports (if_built: a table the config leaves out ends the run)."""
+    if_built(f"results/tables/{table}.csv")
+    return config["tables"][table]
+
+
+rule not_built:  # a pair's or run's path that the config lacks (a seed, a step, a pair): its one line, no job
+    input:
+        lambda w: if_built(w.target),
+    output:
+        "{target}",
+    wildcard_constraints:
+        target=unbuilt_pattern(config),
 
 
 # --- Pair wiring: tying.plan.pairs says what a pair is; these expand rule outputs over it ----------------
@@ -161,7 +180,7 @@ def claims_exposure_inputs(pairs):
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pairs, by claim_statistics argument name: the first pair's
     metrics (tying.plan.pairs.claims_metrics); the alignment, KNN and quality metrics of the others as further_*."""
-    pair = claims_pairs(config)[0]
+    pair = if_built("results/tables/claims.parquet", claims_pairs(config))[0]
     metrics, further_metrics = claims_metrics(config)
     inputs = pair_claims_inputs(pair, metrics)
     inputs |= {f"further_{name}": per_seed(getattr(rules, name), pairs) for name, pairs in further_metrics.items()
@@ -255,5 +274,5 @@ def trajectory_inputs(pair, seed):
 
 
 def claims_over_training_pairs():
-    """The pairs tables.claims_over_training names."""
-    return config.get("tables", {}).get("claims_over_training", [])
+    """The pairs tables.claims_over_training names (if_built: a config without it ends the run)."""
+    return table_pairs("claims_over_training")

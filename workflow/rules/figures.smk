@@ -4,11 +4,11 @@
 
 rule fig1:
     input:
-        lambda w: per_seed(rules.alignment, config["figures"]["fig1"]),
+        lambda w: per_seed(rules.alignment, figure_pair("fig1")),
     output:
         report("figures/fig1.pdf", caption="../report/fig1.rst", category="Figures"),
     params:
-        pair=lambda w: config["figures"]["fig1"],
+        pair=lambda w: figure_pair("fig1"),
     log:
         "logs/figures/fig1.log",
     group:
@@ -21,11 +21,11 @@ rule fig1:
 
 rule fig_evolution:
     input:
-        lambda w: per_seed(rules.evolution, config["figures"][w.fig]),
+        lambda w: per_seed(rules.evolution, figure_pair(w.fig)),
     output:
         report("figures/{fig}.pdf", caption="../report/evolution.rst", category="Figures"),
     params:
-        pair=lambda w: config["figures"][w.fig],
+        pair=lambda w: figure_pair(w.fig),
     log:
         "logs/figures/{fig}.log",
     wildcard_constraints:
@@ -40,22 +40,22 @@ rule fig_evolution:
 
 use rule fig1 as fig4 with:
     input:
-        lambda w: per_seed(rules.grad_flow, config["figures"]["fig4"]),
+        lambda w: per_seed(rules.grad_flow, figure_pair("fig4")),
     output:
         report("figures/fig4.pdf", caption="../report/fig4.rst", category="Figures"),
     params:
-        pair=lambda w: config["figures"]["fig4"],
+        pair=lambda w: figure_pair("fig4"),
     log:
         "logs/figures/fig4.log",
 
 
 use rule fig1 as fig5 with:
     input:
-        lambda w: per_seed(rules.norm_freq, config["figures"]["fig5"]),
+        lambda w: per_seed(rules.norm_freq, figure_pair("fig5")),
     output:
         report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
     params:
-        pair=lambda w: config["figures"]["fig5"],
+        pair=lambda w: figure_pair("fig5"),
         bins_per_decade=config["analysis"]["norm_bins_per_decade"],
     log:
         "logs/figures/fig5.log",
@@ -63,7 +63,7 @@ use rule fig1 as fig5 with:
 
 rule c3_by_depth_figure:
     input:
-        "results/tables/c3_by_depth.csv",  # rule c3_by_depth_table (tables.smk, included after this file)
+        lambda w: if_built("figures/c3_by_depth.pdf", rules.c3_by_depth_table.output.csv),
     output:
         report("figures/c3_by_depth.pdf", caption="../report/c3_by_depth.rst", category="Figures"),
     log:

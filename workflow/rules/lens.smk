@@ -57,11 +57,11 @@ rule lens_convergence:
 
 rule fig_lens:
     input:
-        lambda w: lens_metrics(config["figures"][w.fig]),
+        lambda w: lens_metrics(figure_pair(w.fig)),
     output:
         report("figures/{fig}.pdf", caption="../report/lens.rst", category="Figures"),
     params:
-        pair=lambda w: config["figures"][w.fig],
+        pair=lambda w: figure_pair(w.fig),
     log:
         "logs/figures/{fig}.log",
     wildcard_constraints:

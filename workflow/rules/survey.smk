@@ -30,7 +30,7 @@ rule survey_control:
 
 rule survey_table:
     input:
-        alignment=per_seed(rules.alignment, SURVEY_RUN),
+        alignment=lambda w: if_built("results/tables/survey.csv", per_seed(rules.alignment, SURVEY_RUN)),
         knn=per_seed(rules.knn, SURVEY_RUN),
         models=[d for p in SURVEY_RUN for d in pair_models(config, p, 0).values()],
         sources=[model_dir(PAIRS[p][role], 0, 0) for p in SURVEY_RUN for role in ("tied", "untied")],
@@ -54,7 +54,7 @@ rule survey_table:
 
 rule survey_figure:
     input:
-        rules.survey_table.output.csv,
+        lambda w: if_built("figures/survey.pdf", rules.survey_table.output.csv),
     output:
         report("figures/survey.pdf", caption="../report/survey.rst", category="Survey"),
     log:

@@ -3,12 +3,12 @@
 
 rule table1:
     input:
-        lambda w: per_seed(rules.alignment, config["tables"]["table1"]),
+        lambda w: per_seed(rules.alignment, table_pairs("table1")),
     output:
         csv=report("results/tables/table1.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table1.md",
     params:
-        released=lambda w: released_pairs(config, config["tables"]["table1"]),
+        released=lambda w: released_pairs(config, table_pairs("table1")),
     log:
         "logs/tables/table1.log",
     group:
@@ -21,7 +21,7 @@ rule table1:
 
 rule table2:
     input:
-        lambda w: per_seed(rules.scaling, config["tables"]["table2"]),
+        lambda w: per_seed(rules.scaling, table_pairs("table2")),
     output:
         csv=report("results/tables/table2.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table2.md",
@@ -39,19 +39,19 @@ rule table2:
 
 use rule table1 as table5 with:
     input:
-        lambda w: per_seed(rules.knn, config["tables"]["table5"]),
+        lambda w: per_seed(rules.knn, table_pairs("table5")),
     output:
         csv=report("results/tables/table5.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table5.md",
     params:
-        released=lambda w: released_pairs(config, config["tables"]["table5"]),
+        released=lambda w: released_pairs(config, table_pairs("table5")),
     log:
         "logs/tables/table5.log",
 
 
 use rule table2 as table6 with:
     input:
-        lambda w: per_seed(rules.scaling, config["tables"]["table6"]),
+        lambda w: per_seed(rules.scaling, table_pairs("table6")),
     output:
         csv=report("results/tables/table6.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table6.md",
@@ -63,8 +63,7 @@ use rule table2 as table6 with:
 
 rule table7:
     input:
-        rules.loss.output[0],
-        downstream_metrics(),
+        lambda w: if_built("results/tables/table7.csv", [rules.loss.output[0], *downstream_metrics()]),
     output:
         csv=report("results/tables/table7.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/table7.md",
@@ -121,7 +120,8 @@ use rule claims as cell_claims with:
 
 rule scaling_table:
     input:
-        claims=expand(rules.cell_claims.output.parquet, cell=[c.name for c in CELLS]),
+        claims=lambda w: if_built("results/tables/scaling.csv",
+                                  expand(rules.cell_claims.output.parquet, cell=[c.name for c in CELLS])),
         seeds=expand(rules.cell_claims.output.seeds, cell=[c.name for c in CELLS]),
     output:
         csv=report("results/tables/scaling.csv", caption="../report/table.rst", category="Tables"),
@@ -139,7 +139,7 @@ rule scaling_table:
 
 rule scaling_figure:
     input:
-        rules.scaling_table.output.csv,
+        lambda w: if_built("figures/scaling.pdf", rules.scaling_table.output.csv),
     output:
         report("figures/scaling.pdf", caption="../report/scaling.rst", category="Figures"),
     log:
@@ -152,14 +152,14 @@ rule scaling_figure:
 
 rule claims_by_exposure:
     input:
-        unpack(lambda w: exposure_inputs(config["tables"]["claims_by_exposure"])),
+        unpack(lambda w: exposure_inputs(table_pairs("claims_by_exposure"))),
     output:
         csv=report("results/tables/claims_by_exposure.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/claims_by_exposure.md",
         figure=report("figures/claims_by_exposure.pdf", caption="../report/claims_by_exposure.rst",
                       category="Figures"),
     params:
-        **exposure_params(lambda w: config["tables"]["claims_by_exposure"]),
+        **exposure_params(lambda w: table_pairs("claims_by_exposure")),
     log:
         "logs/tables/claims_by_exposure.log",
     group:
@@ -191,7 +191,8 @@ use rule claims_by_exposure as cell_exposure with:
 
 rule scaling_exposure:
     input:
-        expand(rules.cell_exposure.output.csv, cell=[c.name for c in CELLS]),
+        lambda w: if_built("results/tables/scaling_exposure.csv",
+                           expand(rules.cell_exposure.output.csv, cell=[c.name for c in CELLS])),
     output:
         csv=report("results/tables/scaling_exposure.csv", caption="../report/table.rst", category="Tables"),
         md="results/tables/scaling_exposure.md",
@@ -209,7 +210,7 @@ rule scaling_exposure:
 # state (tying.claims.depth).
 rule c3_by_depth_table:
     input:
-        scaling=rules.scaling_table.output.csv,
+        scaling=lambda w: if_built("results/tables/c3_by_depth.csv", rules.scaling_table.output.csv),
         lens=[f for c in CELLS if c.lens for f in lens_metrics(c.name)],
     output:
         csv=report("results/tables/c3_by_depth.csv", caption="../report/table.rst", category="Tables"),
