@@ -1,8 +1,8 @@
 """The paper's numbers, as the claims table and the paper tables print them beside ours (METHODS.md's).
 
 CLAIMS: claim id -> (what the paper reports, as text; its value of the claim's statistic, NaN where the
-paper gives none). FIG2_KL: Figure 2's tuned-lens curves, whose early half is C3. TABLE1 .. TABLE7: the
-tables' cells, keyed as tying.report.tables reads them.
+paper gives none); CLAIM_RANGES: the range it gives instead of one value. FIG2_KL: Figure 2's tuned-lens
+curves, whose early half is C3. TABLE1 .. TABLE7: the tables' cells, keyed as tying.report.tables reads them.
 """
 import math
 
@@ -18,6 +18,8 @@ CLAIMS = {
     "C7a": ("10k steps, x5: 0.222 - 0.216 = +0.006, in sample", 0.006),
     "C7b": ("10k steps, x5: 0.369 - 0.384 = -0.015, in sample", -0.015),
 }
+# Claims the paper gives as a range of its statistic rather than one value (C5: 70-83% output share).
+CLAIM_RANGES = {"C5": (0.70, 0.83), "C5p": (0.70, 0.83)}
 
 # Figure 2: tuned-lens KL (bits) at states 0 (the input embedding) .. 16, OLMo-1B (tied) and OLMo-1B-0724
 # (untied); C3 is the mean over states 0-7, the first half of the 16 layers (tying.claims.statistics).
