@@ -3,7 +3,7 @@
 A panel's rows are the paper, then each build (this one, and optionally another build's claims table beside
 it, such as the trained regime's): ours as a point with its interval bar coloured by the verdict, whose text
 stands at the row's right end; the in-sample value (the paper's convention) as an open circle; the chance
-level as a grey cross; the paper's value as a black diamond, its range as a black bar, or its words where it
+level as a black cross; the paper's value as a black diamond, its range as a black bar, or its words where it
 gives no number; the claim's threshold as a thin black line.
 """
 import math
@@ -85,7 +85,7 @@ def plot_claims_summary(rows, path):
         ax.set_axis_off()
     handles = [Line2D([], [], color="0.3", marker="o", markersize=3.5), Line2D([], [], color="0.3", marker="o",
                markerfacecolor="none", linestyle="none", markersize=3.5),
-               Line2D([], [], color="0.5", marker="x", linestyle="none", markersize=3.5),
+               Line2D([], [], color="black", marker="x", linestyle="none", markersize=3.5, markeredgewidth=0.8),
                Line2D([], [], color="black", marker="D", linestyle="none", markersize=3),
                Line2D([], [], color="black", linewidth=0.6)]
     labels = ["ours, 95% interval", "ours, in sample (the paper's C1, C7)", "chance", "paper", "threshold"]
@@ -145,7 +145,7 @@ def _build_row(ax, row, y, build):
         ax.plot([row["in_sample_mean"]], [y], marker="o", markerfacecolor="none", color=colour, markersize=3.5,
                 linestyle="none", gid=f"in_sample:{build}")
     if not np.isnan(row["chance"]):
-        ax.plot([row["chance"]], [y], marker="x", color="0.5", markersize=3.5, linestyle="none",
-                gid=f"chance:{build}")
+        ax.plot([row["chance"]], [y], marker="x", color="black", markersize=3.5, markeredgewidth=0.8,
+                linestyle="none", zorder=3, gid=f"chance:{build}")  # over a point that sits at chance
     ax.text(0.98, y - 0.22, row["verdict"], transform=ax.get_yaxis_transform(), fontsize="xx-small", color=colour,
             ha="right", va="bottom", bbox=BOX, gid=f"verdict:{build}")
