@@ -171,6 +171,6 @@ def test_paper_config_dry_run_plans_every_fetch_and_analysis_without_the_hub(tmp
         "alignment": 2, "table1": 1, "fig1": 1,  # main, family
         "knn": 3, "table5": 1,
         "evolution": 3, "fig_evolution": 3,  # Figures 3, 8, 9
-        "claims": 1, "lens_convergence": 2, "all": 1,  # C3's half-budget check: both models of main
+        "claims": 1, "claims_figure": 1, "lens_convergence": 2, "all": 1,  # C3's half-budget check: both models of main
     }
     assert not (tmp_path / "results").exists()

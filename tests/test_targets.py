@@ -61,7 +61,7 @@ def test_a_scaling_or_survey_target_without_its_section_is_one_line(tmp_path, ta
     assert re.search(command, line), line
 
 
-@pytest.mark.parametrize("target", ["results/tables/claims.md", "figures/claims_by_exposure.pdf"])
+@pytest.mark.parametrize("target", ["results/tables/claims.md", "figures/claims.pdf", "figures/claims_by_exposure.pdf"])
 def test_a_claims_target_whose_table_the_config_does_not_list_is_one_line(tmp_path, target):
     overlay = tmp_path / "no_claims.yaml"
     overlay.write_text("tables: {table1: [main]}\n")  # `tables` is replaced whole: smoke's claims are gone

@@ -111,7 +111,7 @@ def test_the_held_out_share_reruns_only_the_fitted_alignments_and_what_reads_the
     jobs = planned_jobs(snakemake(built, "-n", config=changed))
     snakemake(built, "-n", config=MICRO)
     assert jobs == {"alignment": 2, "scaling": 1, "fig1": 1, "table1": 1, "table2": 1, "table6": 1, "claims": 1,
-                    "all": 1}
+                    "claims_figure": 1, "all": 1}
 
 
 def test_adding_a_seed_reruns_only_the_new_seed_and_the_aggregates(built):

@@ -72,3 +72,29 @@ rule c3_by_depth_figure:
         "../envs/tying.yaml"
     script:
         "../scripts/c3_by_depth_figure.py"
+
+
+# Every claim at a glance (tying.report.figures.claims_summary): this build's claims table and, where
+# analysis.claims_beside names one, another build's (the trained regime's, say) as a second row.
+def claims_figure_tables():
+    """{row label: claims table} of figures/claims.pdf: this build's, then analysis.claims_beside's."""
+    beside = config["analysis"]["claims_beside"]
+    own = {"this build": if_built("figures/claims.pdf", rules.claims.output.parquet)}
+    return own | ({beside["label"]: beside["path"]} if beside else {})
+
+
+rule claims_figure:
+    input:
+        lambda w: list(claims_figure_tables().values()),
+    output:
+        report("figures/claims.pdf", caption="../report/claims_figure.rst", category="Figures"),
+    params:
+        labels=lambda w: list(claims_figure_tables()),
+    log:
+        "logs/figures/claims.log",
+    group:
+        "tables"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/claims_figure.py"
