@@ -88,3 +88,12 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+rule not_built:  # a pair's or run's path that the config lacks (a seed, a step, a pair): its one line, no job
+    input:
+        lambda w: if_built(w.target),
+    output:
+        "{target}",
+    wildcard_constraints:
+        target=unbuilt_pattern(config),

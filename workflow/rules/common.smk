@@ -74,15 +74,6 @@ def table_pairs(table):
     return config["tables"][table]
 
 
-rule not_built:  # a pair's or run's path that the config lacks (a seed, a step, a pair): its one line, no job
-    input:
-        lambda w: if_built(w.target),
-    output:
-        "{target}",
-    wildcard_constraints:
-        target=unbuilt_pattern(config),
-
-
 # --- Pair wiring: tying.plan.pairs says what a pair is; these expand rule outputs over it ----------------
 def per_seed(rule, pairs):
     """A per-seed metric rule's files over the seeds of each of `pairs` (one name or a list), in order."""
@@ -276,3 +267,11 @@ def trajectory_inputs(pair, seed):
 def claims_over_training_pairs():
     """The pairs tables.claims_over_training names (if_built: a config without it ends the run)."""
     return table_pairs("claims_over_training")
+
+
+# --- Every claim at a glance (figures.smk) -------------------------------------------------------------
+def claims_figure_tables():
+    """{row label: claims table} of figures/claims.pdf: this build's, then analysis.claims_beside's."""
+    beside = config["analysis"]["claims_beside"]
+    own = {"this build": if_built("figures/claims.pdf", rules.claims.output.parquet)}
+    return own | ({beside["label"]: beside["path"]} if beside else {})

@@ -74,15 +74,7 @@ rule c3_by_depth_figure:
         "../scripts/c3_by_depth_figure.py"
 
 
-# Every claim at a glance (tying.report.figures.claims_summary): this build's claims table and, where
-# analysis.claims_beside names one, another build's (the trained regime's, say) as a second row.
-def claims_figure_tables():
-    """{row label: claims table} of figures/claims.pdf: this build's, then analysis.claims_beside's."""
-    beside = config["analysis"]["claims_beside"]
-    own = {"this build": if_built("figures/claims.pdf", rules.claims.output.parquet)}
-    return own | ({beside["label"]: beside["path"]} if beside else {})
-
-
+# Every claim at a glance (tying.report.figures.claims_summary): claims_figure_tables in common.smk.
 rule claims_figure:
     input:
         lambda w: list(claims_figure_tables().values()),
