@@ -107,10 +107,11 @@ def test_bad_grids_are_refused_in_one_line(scaling, message):
         grid.cells(_config(**scaling))
 
 
-@pytest.mark.parametrize("path", ["configs/scaling.yaml", "configs/scaling-cluster.yaml", "configs/trained.yaml"])
-def test_the_shipped_grids_expand(path):
-    cells = grid.cells(load(path))
-    assert len({c.name for c in cells}) == len(cells) >= 2
+@pytest.mark.parametrize("path,cells", [("configs/scaling.yaml", 5), ("configs/scaling-cluster.yaml", 15),
+                                        ("configs/trained.yaml", 1), ("configs/depth.yaml", 4)])
+def test_the_shipped_grids_expand(path, cells):
+    names = [c.name for c in grid.cells(load(path))]
+    assert len(set(names)) == len(names) == cells, names
 
 
 def _claims(cell_index):
