@@ -1,13 +1,13 @@
 """What a training regime buys: one run's validation loss at a few steps beside the count tables of the tokens
 it drew by then, and what the run cost. Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/regime.py TOKENS [--config config.yaml ...] [--arch olmo] [--variant tied]
+    .venv/bin/python benchmarks/regime.py TOKENS [--config config.yaml ...] [--arch olmo] [--variant tied] [--seed 0]
         [--set train.steps=1000 --set model.layers=6 ...] [--marks 5] [--threads 1] [--record [NOTE]]
 
 TOKENS: a build's results/tokens folder (train.json, val.json, meta.json); for another vocabulary or corpus,
 build one in its own directory first, e.g.
 `.venv/bin/snakemake --cores 2 results/tokens/meta.json -d /tmp/v2048 --config "tokenizer={vocab_size: 2048}"`.
-The run is the training rule's (tying.train.loop's batches, model, optimizer, schedule and gradient tap, seed 0)
+The run is the training rule's (tying.train.loop's batches, model, optimizer, schedule and gradient tap) for one seed
 under the config (config.yaml, then each --config overlay, then each --set SECTION.KEY=VALUE), without
 exporting checkpoints. At `--marks` evenly spaced steps it prints the validation loss on the training rule's
 validation batches, the unigram and bigram tables' (tying.metrics.baselines) and the margin, with the training CPU
@@ -48,6 +48,7 @@ def main():
     parser.add_argument("--config", nargs="*", default=[], help="overlays over config.yaml, in order")
     parser.add_argument("--arch", default="olmo")
     parser.add_argument("--variant", default="tied")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", nargs="*", default=[], dest="settings", metavar="SECTION.KEY=VALUE")
     parser.add_argument("--marks", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
@@ -58,7 +59,7 @@ def main():
     check_schema(config, ROOT / "workflow/schemas/config.schema.yaml")
     meta = json.loads((args.tokens / "meta.json").read_text())
     train, val = (load_ids(args.tokens / f"{split}.json", args.tokens / "meta.json") for split in ("train", "val"))
-    spec = RunSpec.from_dict({**run_params(config, args.arch, args.variant), "seed": 0,
+    spec = RunSpec.from_dict({**run_params(config, args.arch, args.variant), "seed": args.seed,
                               "vocab_size": meta["vocab_size"], "eos_id": meta["eos_id"]})
     marks = sorted({round(spec.steps * (i + 1) / args.marks) for i in range(args.marks)})
     tables = count_baselines(train, val, spec.vocab_size, (0, spec.steps, spec.batch_size, spec.seq_len),
@@ -92,7 +93,7 @@ def main():
                    ("margin", round(val_loss - row.bigram_loss, 3), "nats"), ("training CPU", round(cpu), "s"),
                    ("tokens per CPU second", round(spec.steps * spec.batch_size * spec.seq_len / cpu), "tokens/s")]
         setting = (f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size}, "
-                   f"{spec.steps} steps, lr {spec.lr}, warmup {spec.warmup}")
+                   f"{spec.steps} steps, lr {spec.lr}, warmup {spec.warmup}, seed {spec.seed}")
         records.append(figures, peak=gemm_peak(1)[1], setting=setting, note=args.record)
 
 

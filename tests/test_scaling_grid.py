@@ -231,9 +231,9 @@ def test_the_depth_sweep_plans_each_depth_on_its_own_steps_with_every_lens_check
     result = snakemake(tmp_path, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
-    assert jobs["train"] == jobs["train_0_10000"] == jobs["train_0_3500"] == jobs["train_0_2500"] == 2 * 3
+    assert jobs["train"] == jobs["train_0_12000"] == jobs["train_0_4000"] == jobs["train_0_2500"] == 2 * 3
     assert jobs["cell_claims"] == 4 and jobs["lens"] == 4 * 6 and jobs["lens_convergence"] == 4 * 2
     assert jobs["c3_by_depth_table"] == jobs["c3_by_depth_figure"] == 1 and AGGREGATES <= set(jobs)
     assert "scaling" not in jobs  # no x5 runs, so no C7 metric
     cells = re.findall(r"wildcards: cell=(\w+)", result.stdout)
-    assert sorted(set(cells)) == ["d96_l12_s2500", "d96_l2_s10000", "d96_l3_s6000", "d96_l6_s3500"]
+    assert sorted(set(cells)) == ["d96_l12_s2500", "d96_l2_s12000", "d96_l3_s6000", "d96_l6_s4000"]
