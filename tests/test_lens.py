@@ -20,7 +20,7 @@ from tying.lens.fitting import backward_lens, check_step, lens_schedule, recipe,
 from tying.lens.jobs import REFERENCE_FACTOR, lens_job, reference_check
 from tying.lens.scoring import evaluate_lens, kl_from_target, target, target_probabilities, token_kl, window_kl
 from tying.lens.translators import TunedLens, WhitenedLens, readout_fisher, save_lens
-from tying.lens.certificate import NOT_CONVERGED, TOLERANCE, seed_window_interval, state_limit
+from tying.lens.certificate import NOT_CONVERGED, TOLERANCE, certificate, seed_window_interval, state_limit
 from tying.stats import mean_ci, token_bootstrap_ci
 from tying.lens.unembed import Readout, final_norm, product_dtype, stacked_states, _states
 from tying.train.models import frozen_model
@@ -569,6 +569,18 @@ def test_a_reference_that_moves_c3_by_more_than_a_quarter_of_its_half_width_fail
     assert 0.1 > 0.25 * (row["ci_high"] - row["ci_low"]) / 2
     assert row["verdict"] == NOT_CONVERGED and "C3 -0.1000 (limit" in row["detail"]
     assert c3_row(*lens_frames(early=(20.0, 19.9)))[1]["verdict"] != NOT_CONVERGED
+
+
+def test_the_check_along_training_allows_a_quarter_of_c3s_half_width_and_never_less_than_the_floor():
+    """The default build's case: one seed's C3 moved 0.0077 bits over its lens's last quarter against an
+    interval half-width of 0.044 (a quarter: 0.011); a move past that quarter fails, and so does one past the
+    0.005-bit floor where the interval is narrow."""
+    end = pd.Series({0: 0.10, 1: 0.12, 2: 0.08})
+    for move, passed in ((0.0077, True), (0.0111, False), (-0.0111, False)):
+        ok, detail = certificate(end, end - pd.Series({0: 0.0, 1: move, 2: 0.001}), 500, 375, half_width=0.044)
+        assert ok is passed and f"1: {move:+.4f}" in detail and "(limit 0.0110)" in detail
+    assert certificate(end, end - 0.006, 500, 375, half_width=0.01)[0] is False
+    assert certificate(end, end - 0.0049, 500, 375, half_width=float("nan"))[0] is True
 
 
 def test_without_a_reference_lens_the_certificate_is_the_check_along_training_and_says_so():

@@ -8,7 +8,7 @@ quadrature.
 
 The certificate has two checks; a failed one makes C3's verdict "lens not converged":
 - along training, every seed: C3 from the lens at tying.lens.fitting.CHECK_FRACTION of its steps and at the
-  end differ by at most TOLERANCE bits;
+  end differ by at most `gap_limit`: a quarter of C3's interval half-width, never below TOLERANCE bits;
 - the reference, on the claims pair's first seed: a lens trained for tying.lens.jobs.REFERENCE_FACTOR
   times the budget, whose held-out KL at every state is within state_limit of the budget lens's KL there
   (TOLERANCE bits, or STATE_SHARE of that KL where it is larger), and whose C3 is within a quarter of C3's
@@ -24,13 +24,19 @@ from tying.stats import mean_ci, token_bootstrap_ci
 
 TOLERANCE = 0.005  # bits: C3 along training, and the least a state's held-out KL may move
 STATE_SHARE = 0.01  # of a state's held-out KL: how far the reference may move it, where above TOLERANCE
-REFERENCE_SHARE = 0.25  # of C3's interval half-width: how far the reference's C3 may be from the budget's
+REFERENCE_SHARE = 0.25  # of C3's interval half-width: how far C3 may move along training or under the reference
 NOT_CONVERGED = "lens not converged"
 
 
 def state_limit(kl_bits):
     """How far the reference lens may move a state whose budget lens scores `kl_bits` (a scalar or array)."""
     return np.maximum(TOLERANCE, STATE_SHARE * np.asarray(kl_bits))
+
+
+def gap_limit(half_width):
+    """How far C3 may move along a lens's training: REFERENCE_SHARE of its interval half-width, at least
+    TOLERANCE bits (TOLERANCE alone where there is no interval, NaN)."""
+    return TOLERANCE if math.isnan(half_width) else max(TOLERANCE, REFERENCE_SHARE * half_width)
 
 
 def worst_state(reference):
@@ -71,10 +77,10 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
     "reference_steps", "states": worst_state's {role: (layer, |change|, limit)}, "gap": reference C3,
     "budget_gap": the budget's C3 on that seed}.
     """
-    moved = (end - check).dropna()
-    along = bool((moved.abs() <= TOLERANCE).all())
+    moved, along_limit = (end - check).dropna(), gap_limit(half_width)
+    along = bool((moved.abs() <= along_limit).all())
     parts = [f"along training ({check_step} -> {steps} steps), C3 change by seed "
-             + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items()) + f" (limit {TOLERANCE})"]
+             + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items()) + f" (limit {along_limit:.4f})"]
     passed = along
     if reference is None:
         parts.append("no 4x reference for this pair (its lens_reference is false)")
