@@ -28,6 +28,10 @@ FIG2_KL = {
     "untied": (7.01, 6.64, 4.84, 4.21, 3.90, 3.74, 3.52, 3.28, 3.11, 2.88, 2.53, 2.14, 1.98, 1.68, 1.31, 0.83, 0.18),
 }
 FIG2_LAYERS = len(FIG2_KL["tied"]) - 1  # 16
+# The lens budgets behind Figure 2, (optimiser steps, tokens a step): tuned-lens 0.2's `train` defaults
+# (scripts/train_loop.py: num_steps 250, tokens_per_step 2**18) and what the authors ran
+# (experiments/2_tuned_lens/train_olmo_lens.sh: NUM_STEPS=500, TOKENS_PER_STEP=131072).
+LENS_BUDGETS = {"tuned-lens 0.2's default": (250, 2**18), "the authors' lenses": (500, 131_072)}
 
 # (pair, comparison, map) -> value; Table 1 (in sample). Pairs: main = OLMo, family = GPT-Neo/Pythia.
 TABLE1 = {

@@ -73,8 +73,8 @@ def lens_optimizer(params, *, optimizer, lr, momentum, weight_decay):
 
 
 def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd", momentum=0.9, weight_decay=1e-3,
-               grad_clip=1.0, seed=0, whiten=False, fisher=False, train_dtype="float32", on_step=None,
-               chunk_bytes=None):
+               grad_clip=1.0, seed=0, whiten=False, fisher=False, train_dtype="float32", schedule="restart",
+               on_step=None, chunk_bytes=None):
     """Fit a tuned lens to a frozen causal LM on windows drawn at random from `tokens`.
 
     tokens: flat token ids (np.ndarray or memmap); each step reads batch_size windows of
@@ -85,8 +85,10 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
     windows do not depend on it): the same start (zero, the logit lens), a better conditioned path, the
     weight decay on the whitened weights; with `fisher`, the output side whitened too (`readout_fisher`).
     train_dtype: the dtype of the steps' readout products (`tying.lens.unembed.product_dtype`: float32, bfloat16
-    or auto; the job's log names it); their softmax, the loss and the translators stay float32. on_step(step, lens), when given, is
-    called after each step 1..steps. Returns the lens on the model's device, in eval mode.
+    or auto; the job's log names it); their softmax, the loss and the translators stay float32. schedule: "restart"
+    (`lens_schedule`) or "linear" (tuned-lens's, `linear_schedule`). on_step(step, lens), when given, is
+    called after each step 1..steps. Zero steps return the zero start: the logit lens. Returns the lens on the
+    model's device, in eval mode.
     """
     check_tokens(model, tokens, seq_len)
     if whiten:
@@ -96,7 +98,9 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
             raise PipelineError("lens.fisher whitens the translators' output side; it needs lens.whiten")
         lens = TunedLens(model.config.num_hidden_layers, model.config.hidden_size).to(model.device)
     opt = lens_optimizer(lens.parameters(), optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lens_schedule(steps))
+    if schedule not in SCHEDULES:
+        raise PipelineError(f"unknown lens schedule {schedule!r} ({' or '.join(SCHEDULES)})")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, SCHEDULES[schedule](steps))
     rng, readout = np.random.default_rng(seed), Readout(model, product_dtype(train_dtype, model.device))
     print(f"lens: {steps} steps, their readout products in {str(readout.weight.dtype).removeprefix('torch.')}",
           file=sys.stderr, flush=True)
@@ -108,7 +112,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
         if grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(lens.parameters(), grad_clip, foreach=True)
         opt.step()
-        schedule.step()
+        scheduler.step()
         if on_step is not None:
             on_step(step, lens)
     return lens.plain() if isinstance(lens, WhitenedLens) else lens.eval()
@@ -131,6 +135,15 @@ def lens_schedule(steps):
     def factor(k):
         return 1 - k / cycle if k < cycle else RESTART * (1 - (k - cycle) / max(steps - cycle, 1))
     return factor
+
+
+def linear_schedule(steps):
+    """tuned-lens's schedule for SGD (transformers' get_linear_schedule_with_warmup with no warmup): the
+    factor falls linearly from 1 to 0 over the whole budget."""
+    return lambda k: max(0.0, 1 - k / max(steps, 1))
+
+
+SCHEDULES = {"restart": lens_schedule, "linear": linear_schedule}
 
 
 RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "whiten", "fisher", "train_dtype")

@@ -95,9 +95,7 @@ def window_kl(model, lens, tokens, *, seq_len, batch_size, batches=None, logit=T
     (int), layer, lens ("tuned", "logit" or a name of `more`), kl_bits.
     """
 
-    check_tokens(model, tokens, seq_len)
-    starts = np.arange(0, len(tokens) - seq_len + 1, seq_len)
-    starts = starts if batches is None else starts[: batches * batch_size]
+    starts = window_starts(model, tokens, seq_len, batch_size, batches)
     n, readout = model.config.num_hidden_layers, Readout(model)
     names = ["tuned", *(more or {})]
     lenses = [(lens, None), *[(m, [s for s in layers if s < n]) for m, layers in (more or {}).values()]]
@@ -115,6 +113,14 @@ def window_kl(model, lens, tokens, *, seq_len, batch_size, batches=None, logit=T
     if logit:
         frames.append(_window_frame(torch.cat(kl["logit"], 1), list(range(n)), "logit", n, True))
     return pd.concat(frames, ignore_index=True)
+
+
+def window_starts(model, tokens, seq_len, batch_size, batches=None):
+    """Starts of the held-out windows a lens is scored on: the consecutive non-overlapping seq_len windows of
+    `tokens`, all of them or the first `batches` batches of batch_size (the tokens checked against the model)."""
+    check_tokens(model, tokens, seq_len)
+    starts = np.arange(0, len(tokens) - seq_len + 1, seq_len)
+    return starts if batches is None else starts[: batches * batch_size]
 
 
 def state_means(windows):

@@ -1,0 +1,39 @@
+"""C3 against the lens's budget: one model's held-out KL per state under each lens procedure at each budget.
+
+Each (procedure, steps) is its own lens, trained from the zero start with the same seed (the same windows in
+the same order), since a procedure's schedule depends on its budget; every lens is scored on the held-out
+windows the lens job scores (`tying.lens.scoring.window_kl`). The state-0 floor (`tying.lens.floor`) rides
+along as a column.
+"""
+import sys
+import time
+
+import pandas as pd
+
+from tying.lens.floor import state0_floor
+from tying.lens.fitting import train_lens
+from tying.lens.procedures import procedure_recipe
+from tying.lens.scoring import state_means, window_kl
+
+
+def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed):
+    """Held-out KL per state of each procedure's lens at each budget (the logit lens: once, at 0 steps).
+
+    cfg: the config's `lens:` section (windows, the certified recipe, scoring); budgets: optimiser steps.
+    Returns procedure, steps, tokens (steps x batch_size x seq_len: the tokens the lens trained on), layer,
+    kl_bits, floor_bits (the state-0 floor, the same on every row).
+    """
+    scoring = {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg.get("eval_batches")}
+    frames = []
+    for name in procedures:
+        for steps in [0] if name == "logit" else budgets:
+            start = time.perf_counter()
+            lens = train_lens(model, train, **procedure_recipe(name, cfg, steps), seed=seed)
+            kl = state_means(window_kl(model, lens, val, **scoring, logit=False))
+            frames.append(kl[["layer", "kl_bits"]].assign(procedure=name, steps=steps,
+                                                          tokens=steps * cfg["batch_size"] * cfg["seq_len"]))
+            print(f"lens budget: {name} {steps} steps, state 0 {kl['kl_bits'].iloc[0]:.4f} bits "
+                  f"({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+    floor = state0_floor(model, val, **scoring)
+    return pd.concat(frames, ignore_index=True).assign(floor_bits=floor)[
+        ["procedure", "steps", "tokens", "layer", "kl_bits", "floor_bits"]]

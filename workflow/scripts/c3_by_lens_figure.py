@@ -1,0 +1,11 @@
+import pandas as pd
+
+from tying.report.figures.c3_by_lens import plot_c3_by_lens
+from tying.rule_script import run
+
+
+def main(snakemake):
+    plot_c3_by_lens(pd.read_parquet(snakemake.input[0]), snakemake.output[0])
+
+
+run(snakemake, main)

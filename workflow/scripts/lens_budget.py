@@ -1,0 +1,17 @@
+from tying.io import write_parquet
+from tying.lens.budget import budget_sweep
+from tying.lens.jobs import load_job
+from tying.rule_script import run
+from tying.runtime import configure
+
+
+def main(snakemake):
+    w = snakemake.wildcards
+    configure(snakemake.threads)
+    model, train, val = load_job(snakemake.input, snakemake.params.lens)
+    frame = budget_sweep(model, train, val, snakemake.params.lens, snakemake.params.procedures,
+                         snakemake.params.steps, seed=int(w.seed))
+    write_parquet(frame.assign(arch=w.arch, variant=w.variant, seed=int(w.seed), step=int(w.step)), snakemake.output[0])
+
+
+run(snakemake, main)
