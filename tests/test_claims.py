@@ -270,7 +270,7 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     assert seed_values.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
     md = (tmp_path / "claims.md").read_text().splitlines()
     assert md[0] == ("| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
-                     " | criterion | verdict | detail |")
+                     " | no_gradient_level | criterion | verdict | detail |")
     assert md[3].startswith("| main | C3 | ") and md[3].endswith(" | holds |  |")
 
 

@@ -19,7 +19,7 @@ def test_join_of_norms_counts_and_initial_norms():
     start = (Embeddings(inp / 5, out / 2, False, TOKENS), Embeddings(2 * tied.input, 2 * tied.input, True, TOKENS))
     frame = norm_frequency_frame(untied, tied, token_set, start)
     assert list(frame.columns) == ["matrix", "token_id", "count", "drawn", "per_million", "norm", "initial_norm",
-                                   "n_tokens"]
+                                   "no_gradient_level", "n_tokens"]
     assert frame.loc[frame["matrix"] == "tied", "drawn"].tolist() == [3, 1]
     assert frame["matrix"].unique().tolist() == ["untied_input", "untied_output", "tied"]
     by = frame.set_index(["matrix", "token_id"])
@@ -56,7 +56,7 @@ def test_shape_stats_flat_rising_and_rise_then_fall():
         pd.DataFrame({"matrix": ["flat"], "drawn": [0], "norm": [50.0]}),  # an undrawn token is left out
     ])
     stats = shape_stats(frame).set_index("matrix")
-    assert list(stats.columns) == ["bins", "spread", "rise", "fall", "peak_count", "drift", "spearman"]
+    assert list(stats.columns) == ["bins", "spread", "rise", "fall", "peak_count", "drift", "net_drift", "spearman"]
     assert stats.loc["flat", ["spread", "rise", "fall"]].tolist() == [0.0, 0.0, 0.0]
     assert np.isnan(stats.loc["flat", "spearman"])  # no rank order among equal norms
     assert stats.loc["rising", "fall"] == 0.0 and stats.loc["rising", "spearman"] == pytest.approx(1.0)

@@ -49,6 +49,7 @@ class Statistic:
     detail: str = ""  # what the verdict alone does not say (C6b: where the peak is)
     interval: tuple = None  # (low, high, how): in place of the seeds' t-interval (C3: seeds and windows)
     verdict: str = ""  # in place of the interval's verdict (C3: "lens not converged")
+    level: pd.Series = None  # per seed, the weight decay's no-gradient level the value sits beside (C6a, C6c)
 
 
 CLAIMS = {
@@ -105,8 +106,9 @@ CLAIMS = {
     ),
     "C6c": Claim(
         "Untied input row norms stay near their initial value",
-        "largest relative change |final / step-0 - 1| of the untied input's binned mean norm (bins as C6a), "
-        "against the same tokens' norms at step 0",
+        "largest relative change |final / (step-0 x (1 - level)) - 1| of the untied input's binned mean norm "
+        "(bins as C6a): against the same tokens' step-0 norms shrunk by the run's no-gradient level, where weight "
+        "decay alone leaves a row no gradient reaches (raw |final / step-0 - 1| in the detail)",
         *published.CLAIMS["C6c"], threshold=NEAR_INITIAL, direction="<",
     ),
     "C7a": Claim(

@@ -13,6 +13,7 @@ from tying.frames import at_step, only, pick
 from tying.lens.certificate import NOT_CONVERGED, certificate, seed_window_interval, worst_state
 from tying.metrics.model_quality import quality_detail, worst_margin
 from tying.metrics.norm_frequency import rise_and_fall, shape_stats, shuffled_rise_fall
+from tying.stats import format_cell, mean_ci
 
 
 def alignment_gap(alignment, pair="main", step=None, scored="held_out", target="true", per_token=False):
@@ -119,16 +120,20 @@ def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out
 def norm_shape(norm_freq, pair="main", shuffles=NORM_SHUFFLES):
     """C6a, C6c and C6b per seed from shape_stats on the runs' draws -> Statistics (C6a, C6b, C6c).
 
+    C6c is net of weight decay (shape_stats' net_drift) where the run's no-gradient level is recorded, raw
+    (drift) where it is not; its detail gives the raw values. Decay alone scales every row by one factor,
+    which leaves C6a's ratio of binned norms as it is: C6a carries the level beside it, uncorrected.
     C6b's value is rise_and_fall minus the 95th percentile of its values with the seed's norms
     shuffled across tokens (`shuffles` times, seeded by the seed); its chance level is the shuffled
     values' mean on the same scale, its detail the peak bins' draws and the shuffled quantile
     (medians over seeds)."""
-    flat, near, excess, chance, peaks, quantile = {}, {}, {}, {}, {}, {}
+    flat, near, raw, level, excess, chance, peaks, quantile = {}, {}, {}, {}, {}, {}, {}, {}
     for seed, rows in only(norm_freq, pair=pair).groupby("seed"):
         shape = shape_stats(rows)
         by_matrix = shape.set_index("matrix")
         flat[seed] = pick(by_matrix["spread"], "untied_input", "norm_freq")
-        near[seed] = by_matrix.loc["untied_input", "drift"]
+        raw[seed], level[seed] = by_matrix.loc["untied_input", "drift"], _level(rows, "untied_input")
+        near[seed] = raw[seed] if np.isnan(level[seed]) else by_matrix.loc["untied_input", "net_drift"]
         null = shuffled_rise_fall(rows, shuffles, seed=int(seed))
         quantile[seed] = float(np.quantile(null, CHANCE_QUANTILE))
         excess[seed] = rise_and_fall(shape) - quantile[seed]
@@ -139,8 +144,26 @@ def norm_shape(norm_freq, pair="main", shuffles=NORM_SHUFFLES):
                                           for m in ("untied_output", "tied"))
               + f"; shuffled norms' {CHANCE_QUANTILE:.0%} quantile {np.median(list(quantile.values())):.3f} "
               f"({shuffles} shuffles a seed)")
-    flat, near, excess, chance = (pd.Series(v, dtype=float).rename_axis("seed") for v in (flat, near, excess, chance))
-    return Statistic(flat), Statistic(excess, chance=chance, detail=detail), Statistic(near)
+    flat, near, raw, level, excess, chance = (pd.Series(v, dtype=float).rename_axis("seed")
+                                              for v in (flat, near, raw, level, excess, chance))
+    return (Statistic(flat, level=level, detail=_decay_detail(level)),
+            Statistic(excess, chance=chance, detail=detail), Statistic(near, level=level, detail=_decay_detail(level, raw)))
+
+
+def _level(rows, matrix):
+    """One matrix's no-gradient level in a seed's norm_freq rows (NaN where not recorded)."""
+    if "no_gradient_level" not in rows.columns:
+        return np.nan
+    return float(rows.loc[rows["matrix"] == matrix, "no_gradient_level"].mean())
+
+
+def _decay_detail(level, raw=None):
+    """What C6a's (raw None) or C6c's values say about weight decay: C6c's values with the decay left in."""
+    if level.isna().all():
+        return "" if raw is None or raw.isna().all() else "no training record: weight decay not removed"
+    if raw is None:
+        return "weight decay alone scales every row alike, which leaves this ratio as it is"
+    return f"decay included (|final / step-0 - 1|): {format_cell(*mean_ci(raw))}"
 
 
 def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", step=None, scored="held_out",

@@ -18,7 +18,7 @@ from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 
 
 MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
-              "criterion", "needs", "testable", "verdict", "detail"]
+              "no_gradient_level", "criterion", "needs", "testable", "verdict", "detail"]
 
 
 def verdict(claim, values, low, high, one_pair=False):
@@ -68,9 +68,11 @@ def claims_table(statistics, one_pair=False, pair=None):
             "ours": format_cell(mean, low, high), "interval": interval,
             "on_claimed_side": f"{on_side} of {n} seed{'s' * (n != 1)}",
             "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
+            "no_gradient_level": _mean_text(stat.level),
             "criterion": claim.criterion, "verdict": stat.verdict or verdict(claim, values, low, high, one_pair), "detail": stat.detail,
             "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n, "seeds_on_side": on_side,
-            "in_sample_mean": _mean(stat.in_sample), "paper_value": claim.paper_value,
+            "in_sample_mean": _mean(stat.in_sample), "no_gradient_level_mean": _mean(stat.level),
+            "paper_value": claim.paper_value,
         }
         rows.append(row)
     table = pd.DataFrame(rows)

@@ -11,7 +11,9 @@ MIN_BIN_TOKENS tokens merged with the ones below it, but never over more than ha
 least once is in a bin. spread = (largest - smallest binned mean) / median binned mean; rise and
 fall = how far the peak bin lies above the lowest bin before it and after it, relative to the
 peak (0 when the peak is the first or the last bin); drift = the largest relative change of a
-bin's mean norm from the same tokens' step-0 norms. Chance level of rise-and-fall: the same
+bin's mean norm from the same tokens' step-0 norms, and net_drift the same against the step-0 norms
+shrunk by the run's no-gradient level (tying.train.decay): what the gradients did beyond the weight
+decay alone. Chance level of rise-and-fall: the same
 statistic with the norms shuffled across the tokens of each matrix (a flat profile by
 construction, binned alike), `shuffled_rise_fall`.
 """
@@ -27,15 +29,16 @@ FREQUENCY = "drawn"  # the column binned: draws by the analysed step
 RISE_FALL_MATRICES = ("untied_output", "tied")
 
 
-def norm_frequency_frame(untied, tied, token_set, initial=None):
+def norm_frequency_frame(untied, tied, token_set, initial=None, levels=(np.nan, np.nan)):
     """Tidy row L2 norms of the untied input, untied output and tied matrices with their exposure.
 
     untied, tied: Embeddings over one vocabulary; token_set: frame with token_id, count
     (training-split occurrences) and, for a trained pair, drawn and per_million of the analysed
     tokens (tying.data.token_sets); initial: the two models' step-0 Embeddings (untied, tied), whose
-    norms fill `initial_norm` (else NaN). Returns columns matrix ("untied_input", "untied_output",
-    "tied"), token_id, count, drawn, per_million (NaN where the set has none), norm, initial_norm,
-    n_tokens.
+    norms fill `initial_norm` (else NaN); levels: the two runs' no-gradient levels at the analysed step
+    (tying.train.decay.checkpoint_level; NaN: not recorded). Returns columns matrix ("untied_input",
+    "untied_output", "tied"), token_id, count, drawn, per_million (NaN where the set has none), norm,
+    initial_norm, no_gradient_level, n_tokens.
     """
     if untied.tokens != tied.tokens:
         raise PipelineError("norm-frequency needs the untied and tied models to share one vocabulary")
@@ -49,7 +52,7 @@ def norm_frequency_frame(untied, tied, token_set, initial=None):
         norm = getattr((untied, tied)[model], role).norm(dim=1).numpy()[keep]
         start = np.nan if initial is None else getattr(initial[model], role).norm(dim=1).numpy()[keep]
         frames.append(pd.DataFrame({"matrix": name, "token_id": keep, "count": count, **exposure, "norm": norm,
-                                    "initial_norm": start}))
+                                    "initial_norm": start, "no_gradient_level": levels[model]}))
     return pd.concat(frames, ignore_index=True).assign(n_tokens=len(keep))
 
 
@@ -117,24 +120,30 @@ def shape_stats(frame, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKEN
     spread: (max - min) / median of the binned mean norms (0 for a flat profile); rise, fall:
     (peak - lowest bin before the peak) / peak and (peak - lowest bin after it) / peak, 0 when
     the peak is at an end; peak_count: the peak bin's mean `by` (10 ** mean log10); drift: max over
-    bins of |binned mean norm / binned mean step-0 norm - 1| (NaN without initial norms); spearman:
-    rank correlation of norm with log10 `by` over tokens.
-    Returns columns matrix, bins, spread, rise, fall, peak_count, drift, spearman (NaN where undefined).
+    bins of |binned mean norm / binned mean step-0 norm - 1| (NaN without initial norms); net_drift: the
+    same with each step-0 mean times 1 - the matrix's no_gradient_level, where a row no gradient reached
+    would sit under decay alone (NaN without the level); spearman: rank correlation of norm with log10
+    `by` over tokens.
+    Returns columns matrix, bins, spread, rise, fall, peak_count, drift, net_drift, spearman (NaN where
+    undefined).
     """
     binned = binned_norms(frame, bins_per_decade, min_tokens, by)
     rows = []
     for name, group in frame[frame[by] >= 1].groupby("matrix", sort=False):
         bins = binned[binned["matrix"] == name]
-        means = bins["norm"].to_numpy()
+        means, start = bins["norm"].to_numpy(), bins["initial_norm"].to_numpy()
+        level = group["no_gradient_level"].mean() if "no_gradient_level" in group.columns else np.nan
         rise, fall = rise_fall(means)
         rows.append({
             "matrix": name, "bins": len(means), "spread": float((means.max() - means.min()) / np.median(means)),
             "rise": rise, "fall": fall,
             "peak_count": float(10 ** bins["log_count"].iloc[int(means.argmax())]),
-            "drift": float(np.abs(means / bins["initial_norm"].to_numpy() - 1).max()),
+            "drift": float(np.abs(means / start - 1).max()),
+            "net_drift": float(np.abs(means / (start * (1 - level)) - 1).max()),
             "spearman": float(np.log10(group[by]).rank().corr(group["norm"].rank())),
         })
-    return pd.DataFrame(rows, columns=["matrix", "bins", "spread", "rise", "fall", "peak_count", "drift", "spearman"])
+    return pd.DataFrame(rows, columns=["matrix", "bins", "spread", "rise", "fall", "peak_count", "drift", "net_drift",
+                                       "spearman"])
 
 
 def rise_and_fall(shape):
