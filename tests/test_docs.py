@@ -201,3 +201,8 @@ def test_every_documented_command_plans(tmp_path, monkeypatch):
         if result.returncode != 0 and not empty_trajectory:
             failed.append(f"snakemake {' '.join(words)}: {last}")
     assert not failed, "\n".join(failed)
+
+
+def test_the_readme_stays_within_120_lines():
+    """New results replace the README's sentences; the details live under docs/."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 120
