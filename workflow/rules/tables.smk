@@ -170,6 +170,26 @@ rule claims_by_exposure:
         "../scripts/claims_by_exposure.py"
 
 
+# The same per-token claims by the share of steps that looked each token up (tying.claims.exposure): what batches
+# as large as the paper's, which look nearly every row up at every step, would change.
+rule claims_by_lookup:
+    input:
+        unpack(lambda w: exposure_inputs(table_pairs("claims_by_lookup"))),
+    output:
+        csv=report("results/tables/claims_by_lookup.csv", caption="../report/table.rst", category="Tables"),
+        md="results/tables/claims_by_lookup.md",
+    params:
+        **exposure_params(lambda w: table_pairs("claims_by_lookup")) | {"edges": config["analysis"]["lookup_share_edges"]},
+    log:
+        "logs/tables/claims_by_lookup.log",
+    group:
+        "tables"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/claims_by_lookup.py"
+
+
 # The claims by exposure of each scaling cell, then every cell's strata in one table: whether a trend across
 # cells is the claim's or the token mix's (a 1500-step run draws each token about five times as often).
 use rule claims_by_exposure as cell_exposure with:
@@ -221,3 +241,22 @@ rule c3_by_depth_table:
         "../envs/tying.yaml"
     script:
         "../scripts/c3_by_depth_table.py"
+
+
+# C3 against the lens's budget and procedure, the tying comparison beside the null pairs (tying.claims.lens_budget).
+rule c3_by_lens_table:
+    input:
+        lambda w: if_built(f"{BUDGET_TABLE}.md", [sweep_path(*run) for run in budget_runs(config)]),
+    output:
+        table=report(f"{BUDGET_TABLE}.parquet", caption="../report/table.rst", category="Tables"),
+        states=f"{BUDGET_TABLE}_states.parquet",
+        md=f"{BUDGET_TABLE}.md",
+    params:
+        comparisons=lambda w: budget_comparisons(config),
+        described=lambda w: config["lens_budget"]["comparisons"],
+    log:
+        "logs/tables/c3_by_lens.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_lens_table.py"

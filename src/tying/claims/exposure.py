@@ -16,6 +16,10 @@ seeds' values get the claims table's Student-t interval and verdict (tying.claim
 stratum where any seed scores fewer than `min_tokens` tokens is left out and listed as such. The
 comparable tokens are those drawn at least `comparable_draws` times: the paper's runs drew nearly
 every analysed token thousands of times.
+
+The claims by lookup share take the same values within strata of each token's lookup share (the share of
+steps whose batch looked it up: tying.data.token_sets) in place of its draws: whether a claim follows how
+often a row got a gradient at all, which batches as large as the paper's give nearly every row at every step.
 """
 import math
 
@@ -30,6 +34,8 @@ from tying.frames import at_step, only, pick, write_table
 VALUE_COLUMNS = ["pair", "claim", "seed", "token_id", "value", "chance"]
 TABLE_COLUMNS = ["pair", "claim", "stratum", "draws_low", "draws_high", "tokens", "ours", "interval", "chance",
                  "verdict", "paper", "left_out"]
+LOOKUP_COLUMNS = ["pair", "claim", "stratum", "share_low", "share_high", "tokens", "ours", "interval", "chance",
+                  "verdict", "paper", "left_out"]
 
 
 def token_values(pair, alignment=None, knn=None, evolution_tokens=None, scaling_tokens=None, *, k=10,
@@ -95,14 +101,25 @@ def _values(cid, wide, minuend, subtrahend, metric):
 
 def with_draws(values, token_sets):
     """`values` (token_values) joined with each token's draws from `token_sets` (pair, seed, token_id,
-    drawn, per_million)."""
+    drawn, per_million, and lookup_share where the sets have it)."""
     keys = ["pair", "seed", "token_id"]
-    return values.merge(token_sets[keys + ["drawn", "per_million"]], on=keys, how="left", validate="many_to_one")
+    kept = keys + [c for c in ("drawn", "per_million", "lookup_share") if c in token_sets.columns]
+    return values.merge(token_sets[kept], on=keys, how="left", validate="many_to_one")
 
 
 def stratum_labels(edges):
     """'1-9', '10-99', ..., '>= 1000' for lower edges [1, 10, 100, 1000]."""
     return [f"{low}-{high - 1}" for low, high in zip(edges, edges[1:])] + [f">= {edges[-1]}"]
+
+
+def share_labels(edges):
+    """'0-1%', '1-10%', ..., '>= 90%' for lower edges of lookup shares [0, 0.01, 0.1, 0.9]."""
+    pct = [f"{100 * e:g}" for e in edges]
+    return [f"{low}-{high}%" for low, high in zip(pct, pct[1:])] + [f">= {pct[-1]}%"]
+
+
+# Each stratifying column of exposure_table: its edge columns' prefix and its labels.
+STRATA_BY = {"drawn": ("draws", stratum_labels), "lookup_share": ("share", share_labels)}
 
 
 def strata(drawn, edges):
@@ -165,16 +182,18 @@ def with_comparable(table, comparable, pairs):
                              kind="stable", ignore_index=True)
 
 
-def exposure_table(values, edges, min_tokens):
+def exposure_table(values, edges, min_tokens, by="drawn"):
     """One row per (pair, claim, stratum of draws), and a row over all analysed tokens: each seed's mean over
     the stratum's tokens, summarised over seeds as the claims table does (mean, Student-t 95% interval,
     chance, verdict), with the stratum's draws and tokens (fewest to most over seeds). A stratum where any
     seed has fewer than `min_tokens` tokens gets no numbers, and left_out says why.
 
-    values: with_draws's frame; edges: ascending lower edges of draws.
+    values: with_draws's frame; edges: ascending lower edges of `by` (a STRATA_BY column: drawn, whose
+    edge columns are draws_low and draws_high; lookup_share, share_low and share_high).
     """
-    labels = stratum_labels(list(edges))
-    values = values.assign(stratum=strata(values["drawn"], edges))
+    prefix, label_of = STRATA_BY[by]
+    labels = label_of(list(edges))
+    values = values.assign(stratum=strata(values[by], edges))
     rows = []
     for (pair, cid), group in values.groupby(["pair", "claim"], sort=False):
         n_seeds = group["seed"].nunique()
@@ -182,7 +201,7 @@ def exposure_table(values, edges, min_tokens):
             part = group if index is None else group[group["stratum"] == index]
             counts = part.groupby("seed").size().reindex(group["seed"].unique(), fill_value=0)
             low, high = (edges[0], math.inf) if index is None else (edges[index], (list(edges) + [math.inf])[index + 1])
-            base = {"pair": pair, "claim": cid, "stratum": label, "draws_low": low, "draws_high": high,
+            base = {"pair": pair, "claim": cid, "stratum": label, f"{prefix}_low": low, f"{prefix}_high": high,
                     "tokens": _range_text(counts), "tokens_min": int(counts.min()), "n_seeds": n_seeds,
                     "paper": CLAIMS[cid].paper, "paper_value": CLAIMS[cid].paper_value}
             if counts.min() < min_tokens:

@@ -10,6 +10,11 @@ of the pair, evolution included) is the tokens each of its runs drew at least `m
 by the compared step; its `drawn` column is each token's exposure there, the fewest over the
 runs. The set by step keeps, for the claims over training, the same tokens' exposure at every
 checkpoint: the tokens seen by a checkpoint are those drawn `min_count` times by it.
+
+A token's lookup share is the share of steps whose batch held it at an input position at least once: the
+steps in which its input row got a lookup gradient (every output row gets one at every step). With
+batches of 1,024 tokens a token drawn 100 times is looked up in at most 10% of the steps; the paper's
+2.1M-token batches looked up nearly every row at every step (tying.claims.exposure's claims by lookup share).
 """
 import numpy as np
 import pandas as pd
@@ -17,7 +22,7 @@ import pandas as pd
 from tying.errors import PipelineError
 from tying.io import write_parquet
 
-DRAWN_COLUMNS = ["step", "token_id", "drawn", "positions"]
+DRAWN_COLUMNS = ["step", "token_id", "drawn", "positions", "looked_up"]
 
 
 def counts_by_id(counts, vocab):
@@ -33,54 +38,70 @@ def counts_by_id(counts, vocab):
 def drawn_by_step(ids, vocab, seed, steps, batch_size, seq_len, at=None):
     """{s: (vocab,) int64} for each s of `at` (default: only `steps`): how often each id sat at an input
     position of the batches of steps 1..s."""
+    return _by_step(ids, vocab, seed, steps, batch_size, seq_len, at, lambda counts: counts)
+
+
+def lookups_by_step(ids, vocab, seed, steps, batch_size, seq_len, at=None):
+    """{s: (vocab,) int64} for each s of `at` (default: only `steps`): in how many of the steps 1..s each id
+    sat at an input position at least once (its row was looked up)."""
+    return _by_step(ids, vocab, seed, steps, batch_size, seq_len, at, lambda counts: counts > 0)
+
+
+def _by_step(ids, vocab, seed, steps, batch_size, seq_len, at, per_step):
+    """The running sum over steps 1..s of per_step(each id's count in step's input positions), at each s of `at`."""
     from tying.data.batches import train_batch  # here: token-set jobs only read drawn counts and import no torch
 
     at = sorted({steps} if at is None else set(at))
     if at and (at[0] < 0 or at[-1] > steps):
         raise PipelineError(f"drawn counts asked at steps {at} outside 0..{steps}")
-    drawn, out = np.zeros(vocab, dtype=np.int64), {}
+    total, out = np.zeros(vocab, dtype=np.int64), {}
     if 0 in at:
-        out[0] = drawn.copy()
+        out[0] = total.copy()
     for step in range(1, steps + 1):
         inputs, _ = train_batch(ids, step, seed, batch_size, seq_len)
-        drawn += np.bincount(inputs.numpy().ravel(), minlength=vocab)
+        total += per_step(np.bincount(inputs.numpy().ravel(), minlength=vocab))
         if step in at:
-            out[step] = drawn.copy()
+            out[step] = total.copy()
     return out
 
 
-def drawn_frame(by_step, batch_size, seq_len):
-    """Tidy drawn counts (step, token_id, drawn, positions) from drawn_by_step, ids never drawn left out;
-    positions: the input positions trained on by the step (step x batch x length)."""
+def drawn_frame(by_step, batch_size, seq_len, lookups=None):
+    """Tidy drawn counts (step, token_id, drawn, positions, looked_up) from drawn_by_step, ids never drawn left
+    out; positions: the input positions trained on by the step (step x batch x length); looked_up: the steps
+    that looked each id up, from lookups_by_step at the same steps (`lookups` None: no such column)."""
     frames = [pd.DataFrame({"step": s, "token_id": np.flatnonzero(d), "drawn": d[d > 0],
-                            "positions": s * batch_size * seq_len}) for s, d in sorted(by_step.items())]
-    return pd.concat(frames, ignore_index=True)[DRAWN_COLUMNS]
+                            "positions": s * batch_size * seq_len,
+                            **({} if lookups is None else {"looked_up": lookups[s][d > 0]})})
+              for s, d in sorted(by_step.items())]
+    return pd.concat(frames, ignore_index=True)[DRAWN_COLUMNS[:4] + ([] if lookups is None else ["looked_up"])]
 
 
 def write_drawn(ids, vocab, run, at, path):
     """results/drawn/...: drawn_frame of one run shape (seed, steps, batch_size, seq_len) at steps `at`."""
     seed, steps, batch_size, seq_len = run
-    write_parquet(drawn_frame(drawn_by_step(ids, vocab, seed, steps, batch_size, seq_len, at), batch_size, seq_len),
-                  path)
+    drawn, lookups = (count(ids, vocab, seed, steps, batch_size, seq_len, at) for count in (drawn_by_step, lookups_by_step))
+    write_parquet(drawn_frame(drawn, batch_size, seq_len, lookups), path)
 
 
-def drawn_at(frame, step, vocab):
-    """(vocab,) int64 drawn counts of a drawn_frame at `step`, and the positions trained on by it."""
+def drawn_at(frame, step, vocab, column="drawn"):
+    """(vocab,) int64 drawn counts (or another `column`: looked_up) of a drawn_frame at `step`, and the positions
+    trained on by it."""
     rows = frame[frame["step"] == step]
     if step not in set(frame["step"]):
         raise PipelineError(f"drawn counts have no step {step} (they hold {sorted(set(frame['step']))})")
     drawn = np.zeros(vocab, dtype=np.int64)
-    drawn[rows["token_id"].to_numpy()] = rows["drawn"].to_numpy()
+    drawn[rows["token_id"].to_numpy()] = rows[column].to_numpy()
     return drawn, int(rows["positions"].iloc[0]) if len(rows) else 0
 
 
-def token_set_frame(split_counts, drawn, min_count, positions=None):
+def token_set_frame(split_counts, drawn, min_count, positions=None, looked_up=None, steps=None):
     """The analysed tokens: drawn at least `min_count` times by every run of a pair.
 
     split_counts: (V,) training-split occurrences; drawn: (V,) per run, its drawn_by_step count; positions:
-    per run, the input positions it trained on. Returns columns token_id, count (training-split
-    occurrences), drawn (the fewest over the runs), and with positions, per_million (drawn per
-    million positions of the run with the fewest) and positions.
+    per run, the input positions it trained on; looked_up: (V,) per run, its lookups_by_step count by the
+    compared step `steps`. Returns columns token_id, count (training-split occurrences), drawn (the fewest over
+    the runs), with positions, per_million (drawn per million positions of the run with the fewest) and
+    positions, and with looked_up, looked_up (the fewest over the runs) and lookup_share (looked_up / steps).
     """
     fewest = np.min(np.stack(drawn), axis=0)
     keep = np.flatnonzero(fewest >= min_count)
@@ -90,6 +111,9 @@ def token_set_frame(split_counts, drawn, min_count, positions=None):
     frame = pd.DataFrame({"token_id": keep, "count": split_counts[keep], "drawn": fewest[keep]})
     if positions is not None:
         frame = frame.assign(per_million=fewest[keep] / min(positions) * 1e6, positions=min(positions))
+    if looked_up is not None:
+        looked = np.min(np.stack(looked_up), axis=0)[keep]
+        frame = frame.assign(looked_up=looked, lookup_share=looked / steps)
     return frame
 
 
@@ -99,7 +123,10 @@ def write_token_set(counts, drawn_frames, step, min_count, path, by_step_path=No
     same tokens' fewest drawn count at every step all runs' frames hold (step, token_id, drawn)."""
     vocab = int(counts["token_id"].max()) + 1
     final = [drawn_at(f, step, vocab) for f in drawn_frames]
-    frame = token_set_frame(counts_by_id(counts, vocab), [d for d, _ in final], min_count, [p for _, p in final])
+    looked_up = ([drawn_at(f, step, vocab, "looked_up")[0] for f in drawn_frames]
+                 if all("looked_up" in f.columns for f in drawn_frames) else None)
+    frame = token_set_frame(counts_by_id(counts, vocab), [d for d, _ in final], min_count, [p for _, p in final],
+                            looked_up, step)
     write_parquet(frame.assign(n_tokens=len(frame)), path)
     if by_step_path is not None:
         steps = sorted(set.intersection(*(set(f["step"]) for f in drawn_frames)))

@@ -1,4 +1,6 @@
 """Config validation with one-line errors, and the derived values rules need."""
+import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -6,8 +8,11 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from tying.checkpoints.checkpoint_files import stored_tensors
+from tying.checkpoints.layouts import LAYOUTS
 from tying.errors import PipelineError
-from tying.plan.pairs import (claims_pairs, is_trained, model_dims, pair_schedule, schedule, trained,
+from tying.plan import lens_budget
+from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, trained,
                               unwritten_trajectories)
 from tying.plan.recipes import clip_qkv, init_scheme
 
@@ -15,9 +20,9 @@ from tying.plan.recipes import clip_qkv, init_scheme
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
 # Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
-NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure"}
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup"}
 # Targets a trained control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
-CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure"}
+CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure", "claims_by_lookup"}
 
 
 def check_schema(config, schema_path):
@@ -94,7 +99,9 @@ def check(config, schema_path):
         raise PipelineError("lens.fisher: whitens the translators' output side on top of their input side; "
                             "it needs lens.whiten: true")
     _check_pairs(config)
+    _check_knn(config)
     _check_survey(config)
+    lens_budget.check(config)
     unwritten = unwritten_trajectories(config)
     if unwritten:
         raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.hub.revisions "
@@ -147,6 +154,16 @@ def _check_pairs(config):
                     raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not "
                                         f"{'tied' if wanted else 'untied'}"
                                         + (" (a control's tied role is an untied run)" if "control" in pair else ""))
+            if ref and is_local(ref):
+                control = role == "tied" and "control" in pair  # a control's tied role is an untied model
+                _check_local(f"pairs.{name}.{role}.path", ref["path"], tied=role == "tied" and not control,
+                             control=control)
+        if is_local(pair["untied"]):
+            for step, path in pair.get("evolution", {}).items():
+                _check_local(f"pairs.{name}.evolution.{step}", path, tied=False)
+            if pair.get("trajectory"):
+                raise PipelineError(f"pairs.{name}.trajectory: matched hub revisions; a local pair has none "
+                                    "(its evolution names its checkpoints' directories)")
         for variant in pair.get("scaled", []):
             if not config["variants"].get(variant, {}).get("tied"):
                 tied = [v for v, spec in config["variants"].items() if spec.get("tied")]
@@ -179,6 +196,97 @@ def _check_pairs(config):
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")
+
+
+def _check_local(where, path, tied, control=False):
+    """A local model at `where` (a config key): a directory holding a config.json and weights, tied when `tied`
+    and untied otherwise, as far as its files say without loading it (local_tying)."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise PipelineError(f"{where}: no directory {directory}")
+    model_config = _model_config(where, directory)
+    try:
+        stored = stored_tensors(directory)
+    except PipelineError as err:
+        raise PipelineError(f"{where}: {err}") from None
+    tied_here = local_tying(model_config, stored)
+    if tied_here is not None and tied_here != tied:
+        said = "config.json's tie_word_embeddings" if "tie_word_embeddings" in model_config else "its stored tensors"
+        raise PipelineError(f"{where}: {directory} is {'a tied' if tied_here else 'an untied'} model ({said}), but "
+                            f"its role needs {'a tied' if tied else 'an untied'} one"
+                            + (" (a control's tied role is an untied model)" if control else ""))
+
+
+def _model_config(where, directory):
+    """The config.json of a local model directory, as a dict (a one-line error naming `where` otherwise)."""
+    path = directory / "config.json"
+    if not path.is_file():
+        raise PipelineError(f"{where}: {directory} holds no config.json (not a directory save_pretrained wrote)")
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        raise PipelineError(f"{where}: {path} is not valid JSON") from None
+
+
+def local_tying(model_config, stored):
+    """Whether a local model is tied, from its config.json (`model_config`, the tie_word_embeddings it states,
+    its text_config's for a multimodal model) or else its `stored` tensor names (tied: an input embedding and
+    no output matrix); None when neither says (a single pytorch_model.bin without the key: the embeddings job
+    reads it)."""
+    for section in (model_config, model_config.get("text_config") or {}):
+        if "tie_word_embeddings" in section:
+            return bool(section["tie_word_embeddings"])
+    for in_name, out_name in LAYOUTS:
+        if stored is not None and in_name in stored:
+            return out_name not in stored
+    return None
+
+
+def local_paths(config, base):
+    """`config` with each local model's path ({path}, and a local pair's evolution directories) made absolute
+    against `base` (where snakemake started: jobs read them from the run's workdir), in place; anything the
+    schema will refuse is left as it is."""
+    for pair in (config.get("pairs") or {}).values():
+        if not isinstance(pair, dict):
+            continue
+        for role in ("tied", "untied"):
+            ref = pair.get(role)
+            if isinstance(ref, dict) and isinstance(ref.get("path"), str):
+                ref["path"] = _absolute(ref["path"], base)
+        if isinstance(pair.get("untied"), dict) and "path" in pair["untied"] and isinstance(pair.get("evolution"), dict):
+            pair["evolution"] = {step: _absolute(path, base) if isinstance(path, str) else path
+                                 for step, path in pair["evolution"].items()}
+    return config
+
+
+def _absolute(path, base):
+    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+
+
+def _check_knn(config):
+    """analysis.knn_k below the vocabulary of each pair a target reads, where the check can know it: a trained
+    pair's (tokenizer.vocab_size, unless a pretrained tokenizer's), a local model's (its config.json); a hub
+    model's is known once fetched."""
+    k, pairs = config["analysis"]["knn_k"], config.get("pairs", {})
+    for _, name in _targets(config):
+        pair = pairs[name]
+        if trained(config, name):
+            vocab = None if config["tokenizer"].get("pretrained") else config["tokenizer"]["vocab_size"]
+            source = "tokenizer.vocab_size"
+        else:
+            refs = [pair[r] for r in ("tied", "untied") if r in pair and is_local(pair[r])]
+            sizes = [_vocab_size(Path(ref["path"])) for ref in refs]
+            vocab = min((v for v in sizes if v), default=None)
+            source = "its config.json's vocab_size"
+        if vocab is not None and k >= vocab:
+            raise PipelineError(f"analysis.knn_k: {k} neighbours of each token, but pair {name!r} has {vocab} tokens "
+                                f"({source}); give fewer")
+
+
+def _vocab_size(directory):
+    """vocab_size of a local model's config.json (its text_config's), else None."""
+    model_config = json.loads((directory / "config.json").read_text())
+    return model_config.get("vocab_size") or (model_config.get("text_config") or {}).get("vocab_size")
 
 
 def _targets(config):

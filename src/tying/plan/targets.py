@@ -11,6 +11,7 @@ import re
 import string
 from pathlib import Path
 
+from tying.plan import lens_budget
 from tying.plan.config import layered
 from tying.plan.grid import add_cells
 from tying.plan.pairs import checkpoint_groups, pair_seeds, trained
@@ -21,11 +22,12 @@ COMMAND = ".venv/bin/snakemake --cores 2"
 # Each figure and table file, with the config key that enables it (`n`: the figure's or table's name).
 NAMED = (
     (r"figures/(?P<n>fig\d+)\.pdf", "figures: {{{n}: <pair>}}"),
-    (r"results/tables/(?P<n>table\d+|claims_by_exposure|claims_over_training)\.(?:csv|md)", "tables: {{{n}: <pairs>}}"),
+    (r"results/tables/(?P<n>table\d+|claims_by_exposure|claims_by_lookup|claims_over_training)\.(?:csv|md)", "tables: {{{n}: <pairs>}}"),
     (r"results/tables/(?P<n>claims)\.(?:parquet|md)", "tables: {{{n}: <pairs>}}"),
     (r"figures/(?P<n>claims|claims_by_exposure|claims_over_training)\.pdf", "tables: {{{n}: <pairs>}}"),
     (r"results/tables/scaling(?:_exposure)?\.(?:csv|md)|figures/scaling\.pdf", "scaling: {{sizes: ..., seeds: ...}}"),
     (r"results/tables/c3_by_depth\.(?:csv|md)|figures/c3_by_depth\.pdf", "scaling: {{c3_by_depth: true}}"),
+    (r"results/tables/c3_by_lens\.(?:parquet|md)|figures/c3_by_lens\.pdf", "lens_budget: {{comparisons: ...}}"),
     (r"results/tables/survey\.(?:csv|md)|figures/survey\.pdf", "survey: {{comparisons: ...}}"),
 )
 # The files of one pair's seed, and of one trained run's seed (and step), as the rules write them.
@@ -70,6 +72,8 @@ def targets(config):
                   "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"]
         if config["scaling"].get("c3_by_depth"):
             files += ["results/tables/c3_by_depth.csv", "results/tables/c3_by_depth.md", "figures/c3_by_depth.pdf"]
+    if lens_budget.built(config):
+        files += [f"{lens_budget.TABLE}.parquet", f"{lens_budget.TABLE}.md", lens_budget.FIGURE]
     return files
 
 
@@ -127,9 +131,11 @@ def shipped_configs():
 
 def _has(config):
     """{templates: [{wildcard: the values config has}]}: one entry per pair (its seeds) for PAIR_PATHS; one per
-    training schedule (its architectures, every variant, every seed any pair has, the steps exported) for RUN_PATHS."""
+    training schedule (its architectures, every variant, every seed any pair or lens_budget run has, the steps
+    exported) for RUN_PATHS."""
     pairs = [{"pair": [p], "seed": pair_seeds(config, p)} for p in config.get("pairs", {})]
-    seeds = sorted({*config["seeds"], *(s for entry in pairs for s in entry["seed"])})
+    budget = [run[2] for run in lens_budget.budget_runs(config)] if lens_budget.built(config) else []
+    seeds = sorted({*config["seeds"], *(s for entry in pairs for s in entry["seed"]), *budget})
     runs = [{"arch": archs, "variant": list(config["variants"]), "seed": seeds, "step": list(steps)}
             for steps, archs in checkpoint_groups(config).items() if archs]
     return {PAIR_PATHS: pairs, RUN_PATHS: runs}
