@@ -25,7 +25,7 @@ FASTER = "faster: Intel Xeon AMX/AVX512-BF16"
 SLOWER_BF16 = "slower: AMD EPYC with AVX512-BF16"
 SLOWER_NO_AVX512 = "slower: AMD EPYC without AVX-512"
 CLASSES = (FASTER, SLOWER_BF16, SLOWER_NO_AVX512)  # the table's classes, in its order
-SCRIPTS = ("train_bench.py", "lens_speed.py", "lens_convergence.py", "regime.py", "build_bench.py", "dag_bench.py",
+SCRIPTS = ("train_bench.py", "lens_speed.py", "lens_convergence.py", "tuned_lens_check.py", "regime.py", "build_bench.py", "dag_bench.py",
            "analysis_bench.py", "hub_fetch_bench.py", "grid_cost.py", "ad hoc")  # the table's order
 TABLE_START, TABLE_END = "<!-- records table: start -->", "<!-- records table: end -->"
 
