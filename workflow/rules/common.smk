@@ -18,6 +18,8 @@ from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups
                               survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
                               trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
 from tying.plan.pins import PIN_COMMAND, unpinned_references
+from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
+from tying.plan.lens_budget import comparisons as budget_comparisons
 from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
 min_version("9.0")

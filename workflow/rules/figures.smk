@@ -90,3 +90,16 @@ rule claims_figure:
         "../envs/tying.yaml"
     script:
         "../scripts/claims_figure.py"
+
+
+rule c3_by_lens_figure:
+    input:
+        lambda w: if_built(BUDGET_FIGURE, rules.c3_by_lens_table.output.table),
+    output:
+        report(BUDGET_FIGURE, caption="../report/c3_by_lens.rst", category="Figures"),
+    log:
+        "logs/figures/c3_by_lens.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_lens_figure.py"

@@ -72,3 +72,30 @@ rule fig_lens:
         "../envs/tying.yaml"
     script:
         "../scripts/figure.py"
+
+
+# C3 against the lens's budget (lens_budget:, tying.plan.lens_budget): one job a trained run, every procedure and
+# budget on it, its state-0 floor beside them.
+rule lens_budget:
+    input:
+        model=lambda w: checkpoint_dir(w.arch, w.variant, w.seed, w.step),
+        train=rules.tokens.output.train,
+        val=rules.tokens.output.val,
+        meta=rules.tokens.output.meta,
+    output:
+        sweep_path("{arch}", "{variant}", "{seed}", "{step}"),
+    params:
+        lens=config["lens"],
+        procedures=config["lens_budget"]["procedures"],
+        steps=config["lens_budget"]["steps"],
+    log:
+        "logs/lens_budget/{arch}/{variant}/seed{seed}/step{step}.log",
+    resources:
+        **LENS_RESOURCES,
+    threads: config["lens"]["threads"]
+    wildcard_constraints:
+        step=r"\d+",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/lens_budget.py"
