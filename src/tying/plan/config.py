@@ -308,6 +308,7 @@ def run_params(config, arch, variant):
     return {"family": family, **dims, "init": init_scheme(family, dims["init"]),
             "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
             "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
+            **({"init_offset": var["init_offset"]} if var.get("init_offset") else {}),  # absent: as before offsets
             "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
 
 

@@ -59,6 +59,7 @@ class RunSpec:
     init: str = "auto"  # a scheme of tying.train.initialisation, or the family's own (tying.plan.recipes)
     clip_qkv: float | None = None
     adam_eps: float = 1e-8
+    init_offset: int = 0  # another initialisation for the same seed and batches (tying.train.models.init_seed)
 
     @classmethod
     def from_dict(cls, fields):
@@ -66,7 +67,10 @@ class RunSpec:
         return cls(**{**fields, "checkpoints": tuple(fields["checkpoints"])})
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        fields = dataclasses.asdict(self)
+        if not fields["init_offset"]:  # a run without an offset keeps the fingerprint it had before offsets
+            del fields["init_offset"]
+        return fields
 
     def fingerprint(self):
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
@@ -99,7 +103,7 @@ def lr_lambda(spec):
 
 def build(spec, device):
     """Model, gradient tap, optimizer and schedule for `spec` at step 0."""
-    model = build_model(spec.config(), init_seed(spec.seed, spec.tied), init_scheme(spec.family, spec.init)).to(device)
+    model = build_model(spec.config(), init_seed(spec.seed, spec.tied, spec.init_offset), init_scheme(spec.family, spec.init)).to(device)
     model.train()
     tap = GradientTap(model, spec.input_grad_scale)
     decay = [p for p in model.parameters() if p.ndim >= 2]

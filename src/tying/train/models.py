@@ -35,10 +35,11 @@ def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tie
         tie_word_embeddings=tied, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=None)
 
 
-def init_seed(seed, tied):
+def init_seed(seed, tied, offset=0):
     """Initialisation seed: replicates differ, and tied and untied runs of one seed start from
-    different random matrices (as the paper's released pairs do); tied variants share theirs."""
-    return zlib.crc32(f"init:{seed}:{'tied' if tied else 'untied'}".encode())
+    different random matrices (as the paper's released pairs do); tied variants share theirs. A nonzero
+    `offset` (a variant's init_offset) draws another start for the same seed, whose batches stay the seed's."""
+    return zlib.crc32(f"init:{seed}:{'tied' if tied else 'untied'}{f':{offset}' if offset else ''}".encode())
 
 
 def build_model(config, seed, init="hf"):

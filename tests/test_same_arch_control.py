@@ -1,0 +1,52 @@
+"""The same-architecture control (configs/control-olmo.yaml): a second untied OLMo run per seed with its own
+initialisation and the seed's batches, whose matrices take the tied role against the `main` untied run."""
+import torch
+
+from snakerun import ROOT
+from tying.plan.config import check, load, run_params
+from tying.plan.pairs import claims_pairs, mixture_pair, pair_models, token_set_runs, trained_runs
+from tying.train.loop import RunSpec
+from tying.train.models import build_model, init_seed, model_config
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+CONFIG = load("configs/control-olmo.yaml")
+check(CONFIG, SCHEMA)  # fills the schema's defaults in place
+
+
+def test_the_second_untied_run_differs_from_the_first_only_in_its_initialisation_offset():
+    first, second = run_params(CONFIG, "olmo", "untied"), run_params(CONFIG, "olmo", "untied_b")
+    assert {k for k in first.keys() | second.keys() if first.get(k) != second.get(k)} == {"init_offset"}
+    assert second["init_offset"] == 1 and "init_offset" not in first
+
+
+def test_the_control_pair_plans_the_second_runs_matrix_against_the_main_untied_run_on_the_same_batches():
+    for seed in (0, 1, 2):
+        models = pair_models(CONFIG, "control_olmo", seed)
+        assert models == {"tied": f"results/controls/olmo/untied_b/seed{seed}/step1000/input",
+                          "untied": f"results/checkpoints/olmo/untied/seed{seed}/step1000"}
+        # one run shape: both runs drew the seed's batches, so the pair's token set is the main pair's
+        assert token_set_runs(CONFIG, "control_olmo", seed) == token_set_runs(CONFIG, "main", seed) == [
+            (seed, 1000, 16, 64)]
+    assert pair_models(CONFIG, "control_olmo_output", 2)["tied"].endswith("untied_b/seed2/step1000/output")
+    assert mixture_pair(CONFIG, claims_pairs(CONFIG)) == "control_olmo_mixture"
+    runs = trained_runs(CONFIG, claims_pairs(CONFIG))
+    assert [r for r in runs if r[1] == "untied_b"] == [("olmo", "untied_b", s) for s in (0, 1, 2)]
+
+
+def test_an_offset_draws_another_start_and_no_offset_keeps_the_runs_fingerprint():
+    assert init_seed(3, False, 1) != init_seed(3, False) == init_seed(3, False, 0)
+    config = model_config("olmo", vocab_size=50, hidden_size=8, layers=1, heads=2, seq_len=8, tied=False, eos_id=0)
+    a, b = (build_model(config, init_seed(3, False, o), "olmo").get_input_embeddings().weight for o in (0, 1))
+    assert not torch.equal(a, b)
+    fields = {**run_params(CONFIG, "olmo", "untied"), "seed": 3, "vocab_size": 50, "eos_id": 0}
+    plain = RunSpec.from_dict(fields)
+    assert "init_offset" not in plain.to_dict() and RunSpec.from_dict(plain.to_dict()) == plain
+    offset = RunSpec.from_dict({**fields, "init_offset": 1})
+    assert offset.to_dict()["init_offset"] == 1 and offset.fingerprint() != plain.fingerprint()
+
+
+def test_the_default_config_trains_no_second_untied_run():
+    default = load()
+    check(default, SCHEMA)
+    assert "untied_b" not in default["variants"]
+    assert all(v != "untied_b" for _, v, _ in trained_runs(default, claims_pairs(default)))
