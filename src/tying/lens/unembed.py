@@ -2,11 +2,19 @@
 
 State indexing, used across the lens code: for a model with L blocks, state 0 is the
 embedding output, state l (1 <= l <= L) is the output of block l, all *before* the final
-norm. transformers' `hidden_states[-1]` is already normed in every supported family, so
+norm. transformers' `hidden_states[-1]` is already normed in the families it ships, so
 state L is taken from the final norm's input instead; the readout of state L is then
 exactly the model's logits.
+
+The final norm is found from the model, not a table of families: it is the last norm module
+(a LayerNorm, an RMSNorm, or a module whose class is named for a norm) that the base model's
+forward runs, and it is accepted only when a forward pass on a few tokens shows that it and the
+unembedding, applied to its captured input, reproduce the model's logits. A family whose logits
+are not that readout (OPT with a projection after its final norm, Gemma 2's logit soft-capping)
+is refused with one line naming it.
 """
 import sys
+import weakref
 
 import numpy as np
 import torch
@@ -15,14 +23,8 @@ from tying.errors import PipelineError
 from tying.runtime import resolve_device
 from tying.train.models import DTYPES
 
-FINAL_NORM = {  # config.model_type -> the final norm's module path
-    "olmo": "model.norm",
-    "llama": "model.norm",
-    "qwen3": "model.norm",
-    "gpt_neox": "gpt_neox.final_layer_norm",
-    "gpt2": "transformer.ln_f",
-    "gpt_neo": "transformer.ln_f",
-}
+PROBE_TOKENS = 8  # tokens of the forward pass that finds and checks a model's final norm
+_FINAL_NORMS = weakref.WeakKeyDictionary()  # model -> its final norm, found once per model
 
 
 def lens_placement(device, dtype):
@@ -52,11 +54,43 @@ def product_dtype(name, device):
 
 
 def final_norm(model):
-    """The norm applied to the last residual state before the unembedding."""
-    kind = model.config.model_type
-    if kind not in FINAL_NORM:
-        raise PipelineError(f"no lens readout for model type {kind!r}; supported: {sorted(FINAL_NORM)}")
-    return model.get_submodule(FINAL_NORM[kind])
+    """The norm applied to the last residual state before the unembedding (found once per model)."""
+    if model not in _FINAL_NORMS:
+        _FINAL_NORMS[model] = _find_final_norm(model)
+    return _FINAL_NORMS[model]
+
+
+@torch.no_grad()
+def _find_final_norm(model):
+    """The last norm module the base model runs, checked to reproduce the logits (module docstring)."""
+    kind, head = model.config.model_type, model.get_output_embeddings()
+    if not isinstance(head, torch.nn.Linear):
+        raise PipelineError(f"no lens readout for model type {kind!r}: its unembedding is not a linear layer")
+    order, hooks = [], [module.register_forward_pre_hook(lambda module, args: order.append((module, args[0])))
+                        for module in model.base_model.modules() if _is_norm(module)]
+    try:
+        ids = torch.arange(PROBE_TOKENS, device=head.weight.device)[None] % head.out_features
+        out = model(input_ids=ids, output_hidden_states=True, use_cache=False)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if not order:
+        raise PipelineError(f"no lens readout for model type {kind!r}: its base model runs no norm module")
+    norm, state = order[-1]
+    if len(out.hidden_states) != model.config.num_hidden_layers + 1 or state.shape[-1] != head.in_features:
+        raise PipelineError(f"no lens readout for model type {kind!r}: its last norm does not feed the unembedding "
+                            f"(width {state.shape[-1]}, unembedding {head.in_features})")
+    logits = head(norm(state)).float()
+    if not torch.allclose(logits, out.logits.float(), rtol=1e-3, atol=1e-3 * (1 + float(logits.abs().max()))):
+        raise PipelineError(f"no lens readout for model type {kind!r}: its logits are not the unembedding of its "
+                            "last norm's output")
+    return norm
+
+
+def _is_norm(module):
+    """A LayerNorm, an RMSNorm, or a leaf module whose class is named for a norm (OlmoLayerNorm, GemmaRMSNorm)."""
+    return isinstance(module, (torch.nn.LayerNorm, torch.nn.RMSNorm)) or (
+        "norm" in type(module).__name__.lower() and next(module.children(), None) is None)
 
 
 @torch.no_grad()

@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 
 from tying.errors import PipelineError
-from tying.checkpoints.layouts import LAYOUTS
+from tying.checkpoints.layouts import stored_embedding_shapes
 from tying.checkpoints.safetensors_ranges import read_header
 
 BASE_MB = 1000  # a metric process with its libraries imported and torch started (measured 450 MB), with headroom
@@ -44,10 +44,8 @@ def embedding_shapes(model_dir):
         with open(path, "rb") as f:
             tensors, _, _ = read_header(f, str(path))
         shapes |= {name: entry["shape"] for name, entry in tensors.items()}
-    for in_name, out_name in LAYOUTS:
-        if in_name in shapes:
-            return [tuple(shapes[n]) for n in (in_name, out_name) if n in shapes]
-    raise PipelineError(f"{model_dir}: no known input-embedding tensor ({', '.join(n for n, _ in LAYOUTS)})")
+    config = model_dir / "config.json"
+    return stored_embedding_shapes(shapes, json.loads(config.read_text()) if config.is_file() else {})
 
 
 def request_mb(metric, model_dirs, fallback_mb, held=None):
