@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from tying.checkpoints.checkpoint_files import verify
 from tying.errors import PipelineError
-from tying.checkpoints.layouts import LAYOUTS
+from tying.checkpoints.embedding_names import embedding_names
 
 ROWS = ("tokenizer", "matrix")
 
@@ -56,15 +56,11 @@ def load_embeddings(model_dir, rows="tokenizer"):
     tokens = read_tokens(model_dir / "tokenizer.json")
     verify(model_dir)
     files = _tensor_files(model_dir)
-    for in_name, out_name in LAYOUTS:
-        if in_name in files:
-            break
-    else:
-        raise PipelineError(f"{model_dir}: no known input-embedding tensor ({', '.join(n for n, _ in LAYOUTS)})")
+    in_name, out_name = embedding_names(model_dir, config, files)
     says_tied = _config_ties(model_dir, config)
     tied = bool(says_tied) or out_name not in files
     if tied and says_tied is False:
-        raise PipelineError(f"{model_dir}: config says untied but no {out_name} is stored")
+        raise PipelineError(f"{model_dir}: config says untied but no {out_name or 'output projection'} is stored")
     inp = _read_rows(files[in_name], in_name, len(tokens), every_row=rows == "matrix")
     out = inp if tied else _read_rows(files[out_name], out_name, len(inp), every_row=False)
     return Embeddings(inp, out, tied, tokens + (None,) * (len(inp) - len(tokens)))
