@@ -1,5 +1,6 @@
 """Weight decay alone under a run's own schedule (tying.train.decay), C6 measured net of it, and the
 train.total_decay regime (configs/trained-decay.yaml)."""
+import dataclasses
 import json
 import math
 
@@ -75,7 +76,8 @@ def test_a_total_decay_target_sets_the_weight_decay_that_yields_it():
     decayed = with_total_decay(trained, PAPER_TOTAL_DECAY)
     assert total_decay(decayed) == pytest.approx(PAPER_TOTAL_DECAY, abs=1e-6)
     assert decayed.weight_decay == pytest.approx(0.1 * PAPER_TOTAL_DECAY / total_decay(trained), rel=1e-12)
-    assert decayed == trained.__class__(**{**trained.to_dict(), "weight_decay": weight_decay_for(trained, PAPER_TOTAL_DECAY)})
+    assert dataclasses.replace(decayed, weight_decay=0.1) == trained  # the weight decay alone changes
+    assert weight_decay_for(trained, 2 * PAPER_TOTAL_DECAY) == pytest.approx(2 * decayed.weight_decay, rel=1e-12)
     assert with_total_decay(trained, None) is trained
 
 

@@ -38,8 +38,9 @@ def no_gradient_level(spec, steps=None):
 
 
 def weight_decay_for(spec, target):
-    """The weight decay whose total decay over spec's schedule (lr, warmup, min_lr_ratio, steps) is `target`."""
-    return target / math.fsum(learning_rates(spec))
+    """The weight decay whose total decay over spec's schedule (lr, warmup, min_lr_ratio, steps) is `target`:
+    the total is linear in the decay."""
+    return target / total_decay(dataclasses.replace(spec, weight_decay=1.0))
 
 
 def with_total_decay(spec, target):
