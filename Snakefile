@@ -5,10 +5,14 @@ import sys
 
 from snakemake.settings.types import DeploymentMethod
 
+# This checkout: the directory of this file, also where another workflow uses it as a module (`module tying:
+# snakefile: .../Snakefile` or .../workflow/Snakefile; docs/configuration.md), whose workflow.basedir is its own.
+TYING_DIR = workflow.current_basedir.get_path_or_uri(secret_free=False)
+
 # Software (docs/cluster.md, "Software deployment"). Jobs import `tying` from this checkout's src/, whichever
 # Python runs them (the venv, a `--sdm conda` environment from workflow/envs/, the container image),
 # so none needs the package installed; PYTHONPATH also reaches the processes a job starts (torchrun).
-TYING_SRC = os.path.join(workflow.basedir, "src")
+TYING_SRC = os.path.join(TYING_DIR, "src")
 sys.path.insert(0, TYING_SRC)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     dict.fromkeys([TYING_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
@@ -17,7 +21,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 # `--sdm apptainer` runs every job in the image the Dockerfile builds: $TYING_IMAGE (a docker://
 # address or a .sif file), else tying.sif beside this Snakefile.
-TYING_IMAGE = os.environ.get("TYING_IMAGE", os.path.join(workflow.basedir, "tying.sif"))
+TYING_IMAGE = os.environ.get("TYING_IMAGE", os.path.join(TYING_DIR, "tying.sif"))
 if (
     DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
     and "://" not in TYING_IMAGE
@@ -32,16 +36,23 @@ container: TYING_IMAGE
 
 # The config (docs/configuration.md, "Overlays"): config.yaml beside this Snakefile, then each --configfile
 # merged over it in order, then --config; --replace-workflow-config drops config.yaml (whole config files).
-from tying.plan.config import layered
+# Used as a module, the config the using workflow passes (`config: config`) is the one overlay.
+from tying.plan.config import layered, local_paths
 from tying.errors import PipelineError
 
+_module = workflow.modifier.is_module
 try:
-    _layers = layered(os.path.join(workflow.basedir, "config.yaml"), workflow.overwrite_configfiles,
-                      workflow.config_settings.config, replace=workflow.config_settings.replace_workflow_config)
+    _layers = layered(os.path.join(TYING_DIR, "config.yaml"), [] if _module else workflow.overwrite_configfiles,
+                      dict(config) if _module else workflow.config_settings.config,
+                      replace=workflow.config_settings.replace_workflow_config)
 except PipelineError as err:
     sys.exit(f"config error: {err}")
 config.clear()
-config.update(_layers)
+# A local model's directory ({path}) is relative to where snakemake starts, as --configfile is; made absolute
+# here, before the workdir below, and handed to the jobs' own snakemake (which start elsewhere) as TYING_LAUNCHDIR.
+if workflow.is_main_process:
+    os.environ["TYING_LAUNCHDIR"] = os.getcwd()
+config.update(local_paths(_layers, os.environ.get("TYING_LAUNCHDIR", os.getcwd())))
 
 # Where the outputs go: a config's `workdir` (each configs/*.yaml names its own under runs/, so no config
 # overwrites another's results/ and figures/), relative to where snakemake is started; `-d DIR` wins over it.
@@ -60,6 +71,7 @@ elif os.environ.get("TYING_WORKDIR"):
 envvars:
     "PYTHONPATH",
     "TYING_WORKDIR",
+    "TYING_LAUNCHDIR",
 
 
 report: "workflow/report/workflow.rst"

@@ -117,3 +117,21 @@ def test_a_trained_negative_control_feeds_table1_table5_and_the_claims_after_the
     tied["pairs"]["ctl"]["tied"]["variant"] = "tied"
     with pytest.raises(PipelineError, match=r"pairs.ctl.tied.variant: 'tied' is not untied \(a control's tied role"):
         check(tied, SCHEMA)
+
+
+@pytest.mark.parametrize("section,key,value,message", [
+    ("lens", "steps", 0, "lens.steps: 0 is less than the minimum of 1"),
+    ("analysis", "knn_k", 300, "analysis.knn_k: 300 neighbours of each token, but pair 'main' has 300 tokens "
+                               "(tokenizer.vocab_size); give fewer"),
+])
+def test_a_lens_without_steps_and_more_neighbours_than_tokens_end_at_the_check(tmp_path, section, key, value, message):
+    config = copy.deepcopy(MICRO)
+    config[section][key] = value
+    with pytest.raises(PipelineError) as error:
+        check(copy.deepcopy(config), SCHEMA)
+    assert str(error.value) == message
+    result = snakemake(tmp_path, "-n", "all", config=config)
+    lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
+    assert result.returncode != 0 and lines == [f"config error: {message}"]
+    config[section][key] = {"steps": 1, "knn_k": 299}[key]  # the largest and smallest values allowed
+    check(config, SCHEMA)

@@ -9,7 +9,9 @@ import fnmatch
 import re
 from pathlib import Path
 
-from snakerun import cli
+import yaml
+
+from snakerun import cli, planned_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -178,6 +180,34 @@ def documented_commands():
                 continue
             seen.setdefault(" ".join(words), words)
     return list(seen.values())
+
+
+def test_the_your_models_page_plans_as_written(tmp_path, monkeypatch):
+    """docs/your-models.md's overlays (its YAML blocks, each the file its command's --configfile names, in order)
+    beside tiny save_pretrained models at the paths they name, its commands dry-run as written from there."""
+    from hubfixtures import _olmo, tiny_tokenizer
+
+    page = (ROOT / "docs" / "your-models.md").read_text()
+    overlays = [yaml.safe_load(block.split("\n", 1)[1].rsplit("```", 1)[0])
+                for block in FENCE.findall(page) if block.startswith("```yaml")]
+    commands = [args.split() for chunk in split_code(page)[1] for args in COMMAND.findall(chunk)]
+    assert len(overlays) == len(commands) == 2
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    for overlay, words in zip(overlays, commands):
+        (tmp_path / words[words.index("--configfile") + 1]).write_text(yaml.safe_dump(overlay))
+        for pair in overlay["pairs"].values():
+            models = {pair["tied"]["path"]: True, pair["untied"]["path"]: False}
+            models |= dict.fromkeys(pair.get("evolution", {}).values(), False)
+            for path, tied in models.items():
+                if not (tmp_path / path).exists():
+                    _olmo(0, tied=tied).save_pretrained(tmp_path / path)
+                    tiny_tokenizer().save_pretrained(tmp_path / path)
+        result = cli(["-s", str(ROOT / "Snakefile"), "-n", *words])
+        assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+        jobs = planned_jobs(result)
+        assert jobs["local_tokens"] == jobs["lens"] == 2 and "hub_embeddings" not in jobs
+        assert jobs.get("evolution", 0) == (1 if "claims" in overlay["tables"] else 0)
 
 
 def test_every_documented_command_plans(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from snakerun import ROOT, copy_build, planned_jobs, snakemake
+from snakerun import ROOT, cli, copy_build, planned_jobs, snakemake
 from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
 from tying.plan.pairs import pair_models
 from tying.rule_script import COST_LINE
@@ -228,3 +228,20 @@ def test_a_truncated_checkpoint_read_by_a_sized_metric_is_one_line_naming_it_and
     lines = [line for line in (again.stderr + log).splitlines() if "model.safetensors" in line and "--force" in line]
     assert lines, again.stderr[-3000:]
     assert "snakemake --force" in lines[0] and "Traceback" not in log
+
+
+@pytest.mark.parametrize("snakefile", ["Snakefile", "workflow/Snakefile"])
+def test_the_workflow_used_as_a_module_plans_what_it_plans_on_its_own(tmp_path, snakefile):
+    """`module tying: snakefile: ...; config: config; use rule * from tying`, as snakedeploy deploys it, from a
+    folder of its own: config.yaml, schemas, scripts and captions found beside the module, not the user's
+    Snakefile; the using workflow's config (here smoke.yaml) laid over config.yaml as an overlay."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "Snakefile").write_text(f'configfile: "{ROOT / "configs/smoke.yaml"}"\n\n'
+                                    f'module tying:\n    snakefile: "{ROOT / snakefile}"\n    config: config\n\n'
+                                    "use rule * from tying\n")
+    used = cli(["-s", str(user / "Snakefile"), "-d", str(user), "-n", "--cores", "2", "all"])
+    assert used.returncode == 0, (used.stdout + used.stderr)[-2000:]
+    alone = cli(["-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n", "--cores", "2", "all",
+                 "--configfile", str(ROOT / "configs/smoke.yaml")])
+    assert planned_jobs(used) == planned_jobs(alone) and planned_jobs(used)["train"] == 9

@@ -211,11 +211,12 @@ def lens_inputs(pair, role, seed):
 
 def lens_tokens(pair, role):
     """Train/validation token arrays for a pair's model: the pipeline's tokens for a trained run,
-    the corpus in the model's own tokenizer for a hub model."""
+    the corpus in the model's own tokenizer for a hub or local model."""
     source, keys = lens_tokens_source(config, pair, role), ("train", "val", "meta")
     if source is None:
         return {k: rules.tokens.output[k] for k in keys}
-    return {k: expand(rules.hub_tokens.output[k], **source)[0] for k in keys}
+    own = rules.local_tokens if "dir" in source else rules.hub_tokens
+    return {k: expand(own.output[k], **source)[0] for k in keys}
 
 
 def lens_metrics(pair, output=None):

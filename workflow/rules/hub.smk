@@ -64,6 +64,30 @@ rule hub_tokens:
         "../scripts/hub_tokens.py"
 
 
+# A local model's own tokenizer over the corpus, for its lens: {dir} is its absolute directory without the
+# leading / (tying.plan.pairs.lens_tokens_source), so two pairs of one model share the job.
+rule local_tokens:
+    input:
+        documents=corpus_shards(),
+        model=lambda w: f"/{w.dir}",
+    output:
+        train="results/local/tokens/{dir}/train.bin",
+        val="results/local/tokens/{dir}/val.bin",
+        meta="results/local/tokens/{dir}/meta.json",
+        counts="results/local/tokens/{dir}/counts.parquet",
+    wildcard_constraints:
+        dir=".+",
+    log:
+        "logs/local/tokens/{dir}.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/hub_tokens.py"
+
+
 # The bytes every fetch job of every configured target will read, from the hub's file metadata
 # (a few small range reads per file; no weights are downloaded).
 rule download_plan:
@@ -72,7 +96,7 @@ rule download_plan:
         md="results/hub/download_plan.md",
     params:
         targets=[t for t in all_targets() if not t.endswith(".md")],  # a table's .md: the DAG of its .csv
-        snakefile=workflow.main_snakefile,
+        snakefile=os.path.join(TYING_DIR, "Snakefile"),
         config=config,
     log:
         "logs/hub/download_plan.log",

@@ -10,12 +10,16 @@ import json
 import os
 from pathlib import Path
 
+from tying.checkpoints.safetensors_ranges import read_header
 from tying.errors import PipelineError
 
 RECORDS = ("training.json", "source.json")
 WEIGHT_FILES = "*.safetensors"
 DIGEST_LIMIT_BYTES = 2**30  # larger files: size only, unless VERIFY_ALL_ENV asks for every digest
 VERIFY_ALL_ENV = "TYING_VERIFY_DIGESTS"
+SAFETENSORS, BIN = "model.safetensors", "pytorch_model.bin"
+# (index, single file) of each weight format save_pretrained writes, in the order transformers prefers them.
+FORMATS = ((f"{SAFETENSORS}.index.json", SAFETENSORS), (f"{BIN}.index.json", BIN))
 
 
 def weight_digests(directory):
@@ -40,6 +44,29 @@ def verify(directory, digests=None):
         problem = _problem(path, expected, digests)
         if problem:
             raise PipelineError(f"{path}: {problem}; rebuild it with: snakemake --force {directory}")
+
+
+def stored_tensors(directory):
+    """Tensor name -> the weight file holding it, in a directory save_pretrained wrote: model.safetensors, else
+    pytorch_model.bin, each single or sharded (an index), read from the index or the safetensors header. None for
+    a single pytorch_model.bin, whose names only torch can read (its pickle). A one-line PipelineError when the
+    directory holds no weights or its index names a shard that is not there."""
+    directory = Path(directory)
+    for index, single in FORMATS:
+        if (directory / index).is_file():
+            files = {name: directory / shard
+                     for name, shard in json.loads((directory / index).read_text())["weight_map"].items()}
+            missing = sorted({path.name for path in files.values() if not path.is_file()})
+            if missing:
+                raise PipelineError(f"{directory / index}: names {missing[0]}, which is not there")
+            return files
+        if (directory / single).is_file():
+            if single == BIN:
+                return None
+            with open(directory / single, "rb") as f:
+                tensors, _, _ = read_header(f, str(directory / single))
+            return dict.fromkeys(tensors, directory / single)
+    raise PipelineError(f"{directory}: no weights ({SAFETENSORS} or {BIN}, or the index of either's shards)")
 
 
 def _recorded(directory):

@@ -13,7 +13,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from tokenizers import Tokenizer
 
-from tying.checkpoints.checkpoint_files import verify
+from tying.checkpoints.checkpoint_files import BIN, stored_tensors, verify
 from tying.errors import PipelineError
 from tying.checkpoints.embedding_names import embedding_names
 
@@ -162,25 +162,42 @@ def _config_ties(model_dir, config):
 
 
 def _tensor_files(model_dir):
-    """Tensor name -> the safetensors file holding it, for single-file or sharded checkpoints."""
-    index = model_dir / "model.safetensors.index.json"
-    if index.is_file():
-        return {name: model_dir / shard for name, shard in _read_json(index)["weight_map"].items()}
-    single = model_dir / "model.safetensors"
-    if not single.is_file():
-        raise PipelineError(f"{model_dir}: neither model.safetensors nor model.safetensors.index.json")
-    with _open(single) as f:
-        return {name: single for name in f.keys()}
+    """Tensor name -> the weight file holding it (checkpoint_files.stored_tensors), a single pytorch_model.bin's
+    names read by torch."""
+    files = stored_tensors(model_dir)
+    if files is None:
+        path = model_dir / BIN
+        return dict.fromkeys(_bin_tensors(path), path)
+    return files
+
+
+def _bin_tensors(path):
+    """The tensors of a pytorch_model.bin memory-mapped, so only the rows sliced are read (a legacy, pre-zip
+    file cannot be mapped: read whole)."""
+    try:
+        return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except RuntimeError:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:
+            raise PipelineError(f"{path}: unreadable pytorch_model.bin ({type(error).__name__})") from None
 
 
 def _read_rows(path, name, vocab, every_row):
     """Tensor `name` in `path` as float32 (n, d): its first `vocab` rows, or (`every_row`) all of them."""
+    if path.name.endswith(".bin"):
+        tensor = _bin_tensors(path)[name]
+        return _rows(tensor, path, name, len(tensor), vocab, every_row)
     with _open(path) as f:
         tensor = f.get_slice(name)
-        rows = tensor.get_shape()[0]
-        if rows < vocab:
-            raise PipelineError(f"{path}: {name} has {rows} rows, fewer than the {vocab} needed")
-        return tensor[:rows if every_row else vocab].to(torch.float32).contiguous()
+        return _rows(tensor, path, name, tensor.get_shape()[0], vocab, every_row)
+
+
+def _rows(tensor, path, name, rows, vocab, every_row):
+    """The first `vocab` of the `rows` rows of `tensor` (every one with `every_row`) as contiguous float32."""
+    if rows < vocab:
+        raise PipelineError(f"{path}: {name} has {rows} rows, fewer than the {vocab} needed")
+    return tensor[:rows if every_row else vocab].to(torch.float32).contiguous()
 
 
 @contextmanager

@@ -1,8 +1,9 @@
 """What the validated config says each pair and each trained run is: pure functions of the config.
 
 A pair (config `pairs.<name>`) compares a tied model with an untied one. Each role is a reference:
-a run this pipeline trains ({arch, variant}) or a released hub model ({hub, revision}); a pair is
-trained or released by its untied reference, decided by `is_trained` alone. These functions say a
+a run this pipeline trains ({arch, variant}), a released hub model ({hub, revision}) or a local directory
+save_pretrained wrote ({path}: read in place, like a fetched hub model); a pair is trained or released
+(hub or local) by its untied reference, decided by `is_trained` alone. These functions say a
 pair's seeds, the step it is compared at, its model directories, which metric inputs it has, and
 a run's training schedule (`schedule`, the one place that reads train.steps and train.checkpoints,
 and an architecture's own `train` override of them).
@@ -26,6 +27,12 @@ def is_trained(ref):
     return "arch" in ref
 
 
+def is_local(ref):
+    """True for a local save_pretrained directory ({path}); its path is absolute once the Snakefile has
+    resolved it (tying.plan.config.local_paths)."""
+    return "path" in ref
+
+
 def trained(config, pair):
     """True when `pair`'s untied model is a run the pipeline trains (its metrics have seeds, a token
     set, training logs); False for a released pair (one pair of models)."""
@@ -33,7 +40,7 @@ def trained(config, pair):
 
 
 def released_pairs(config, pairs):
-    """The pairs among `pairs` whose untied model is a released hub model."""
+    """The pairs among `pairs` whose untied model is a released model (hub or local)."""
     return [p for p in pairs if not trained(config, p)]
 
 
@@ -48,7 +55,10 @@ def revision(ref):
 
 
 def reference_name(ref):
-    """A model reference as text: arch/variant for a trained run, repo@revision for a hub model."""
+    """A model reference as text: arch/variant for a trained run, repo@revision for a hub model, a local
+    directory's path."""
+    if is_local(ref):
+        return ref["path"]
     return f"{ref['arch']}/{ref['variant']}" if is_trained(ref) else f"{ref['hub']}@{revision(ref)}"
 
 
@@ -142,10 +152,11 @@ def trained_control_dir(arch, variant, seed, step, matrix):
 
 
 def model_dir(ref, seed, step, full=False):
-    """The save_pretrained-style directory a reference resolves to (a hub model: its one copy)."""
+    """The save_pretrained-style directory a reference resolves to (a hub model: its one copy; a local
+    one: itself, whole)."""
     if is_trained(ref):
         return checkpoint_dir(ref["arch"], ref["variant"], seed, step)
-    return hub_dir(ref["hub"], revision(ref), full)
+    return ref["path"] if is_local(ref) else hub_dir(ref["hub"], revision(ref), full)
 
 
 # --- Pairs -----------------------------------------------------------------------------------
@@ -177,7 +188,8 @@ def evolution_models(config, pair, seed):
     ref = p["untied"]
     if is_trained(ref):
         return {s: model_dir(ref, seed, s) for s in schedule(config, ref).checkpoints}
-    return {int(s): hub_dir(ref["hub"], p["evolution"][s]) for s in sorted(p["evolution"], key=int)}
+    where = (lambda s: p["evolution"][s]) if is_local(ref) else (lambda s: hub_dir(ref["hub"], p["evolution"][s]))
+    return {int(s): where(s) for s in sorted(p["evolution"], key=int)}
 
 
 def initial_models(config, pair, seed):
@@ -258,8 +270,11 @@ def drawn_steps(config, steps):
 
 def lens_tokens_source(config, pair, role):
     """Where a lens of a pair's model reads its token arrays: None for a trained run (the pipeline's
-    tokens), else {repo, revision} of the hub model (the corpus in its own tokenizer)."""
+    tokens), else the corpus in the model's own tokenizer: {repo, revision} of a hub model, {dir} of a local
+    one (its absolute path without the leading /, the wildcard of results/local/tokens/{dir})."""
     ref = config["pairs"][pair][role]
+    if is_local(ref):
+        return {"dir": ref["path"].lstrip("/")}
     return None if is_trained(ref) else {"repo": ref["hub"], "revision": revision(ref)}
 
 
@@ -279,10 +294,12 @@ def claims_at_paper_scale(config):
 
 
 def claims_sources(config):
-    """The tied and untied directories of a released claims pair, whose fetch records name the
-    commits measured; [] for a trained pair."""
+    """The tied and untied directories of a hub claims pair, whose fetch records name the commits
+    measured; [] for a trained pair or one with a local model (no fetch, no commit)."""
     pair = claims_pairs(config)[0]
-    return [] if trained(config, pair) else [pair_models(config, pair, 0)[role] for role in ROLES]
+    if not all("hub" in config["pairs"][pair].get(role, {}) for role in ROLES):
+        return []
+    return [pair_models(config, pair, 0)[role] for role in ROLES]
 
 
 def pair_claims_metrics(config, pair):

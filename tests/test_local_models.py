@@ -1,0 +1,193 @@
+"""Local save_pretrained directories as a pair's models: checked before any job, read in place, built offline."""
+import copy
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from hubfixtures import _olmo, tiny_tokenizer
+from snakerun import ROOT, snakemake
+from test_paper_mode import fake_paper_config
+from tying.checkpoints.embeddings import load_embeddings
+from tying.errors import PipelineError
+from tying.metrics.knn_overlap import knn_frame
+from tying.plan.config import check, local_paths
+from tying.plan.pairs import evolution_models, pair_models
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+# name -> (build(seed) -> model, seed): a tied OLMo, and two checkpoints of an untied one
+MODELS = {"tied": (lambda seed: _olmo(seed, tied=True), 6), "untied-step0": (_olmo, 0), "untied": (_olmo, 1)}
+
+
+def save_model(model, directory):
+    model.save_pretrained(directory)
+    tiny_tokenizer().save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """{name: directory} of the MODELS, each with its tokenizer."""
+    root = tmp_path_factory.mktemp("local-models")
+    return {name: save_model(build(seed), root / name) for name, (build, seed) in MODELS.items()}
+
+
+def local_pair(models, **paths):
+    return {"tied": {"path": str(paths.get("tied", models["tied"]))},
+            "untied": {"path": str(paths.get("untied", models["untied"]))},
+            "evolution": {0: str(models["untied-step0"]), 1000: str(models["untied"])}}
+
+
+def local_config(corpus, models, **paths):
+    """configs/paper.yaml's miniature (test_paper_mode) with its one pair `mine` of local directories."""
+    config = fake_paper_config(corpus)
+    config["pairs"] = {"mine": local_pair(models, **paths)}
+    config["figures"] = {"fig1": "mine", "fig2": "mine"}
+    config["tables"] = {"table1": ["mine"], "table5": ["mine"], "claims": "mine"}
+    return config
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    docs = [{"text": " ".join(f"t{i}" for i in rng.integers(1, 64, size=120))} for _ in range(24)]
+    path = tmp_path_factory.mktemp("local-corpus") / "corpus.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def checked(config):
+    check(config, SCHEMA)
+    return config
+
+
+def test_a_local_pair_reads_its_directories_in_place(models, corpus):
+    config = checked(local_config(corpus, models))
+    assert pair_models(config, "mine", 0) == {"tied": str(models["tied"]), "untied": str(models["untied"])}
+    assert pair_models(config, "mine", 0, full=True)["tied"] == str(models["tied"])  # the lens: the same, whole
+    assert evolution_models(config, "mine", 0) == {0: str(models["untied-step0"]), 1000: str(models["untied"])}
+
+
+def test_relative_paths_are_made_absolute_against_where_snakemake_starts(models, corpus):
+    config = local_config(corpus, models)
+    config["pairs"]["mine"]["untied"]["path"] = "m/../untied"
+    config["pairs"]["mine"]["evolution"] = {0: "untied-step0", 1000: "untied"}
+    local_paths(config, str(models["tied"].parent))
+    assert config["pairs"]["mine"]["untied"] == {"path": str(models["untied"])}
+    assert config["pairs"]["mine"]["evolution"] == {0: str(models["untied-step0"]), 1000: str(models["untied"])}
+    assert config["pairs"]["mine"]["tied"] == {"path": str(models["tied"])}  # already absolute: unchanged
+
+
+def test_a_missing_or_incomplete_or_wrongly_tied_directory_is_one_line(models, corpus, tmp_path):
+    empty, no_config = tmp_path / "empty", tmp_path / "no-config"
+    empty.mkdir()
+    (empty / "config.json").write_text(json.dumps({"model_type": "olmo", "vocab_size": 64}))
+    no_config.mkdir()
+    (no_config / "model.safetensors").write_bytes((models["tied"] / "model.safetensors").read_bytes())
+    cases = [
+        ({"untied": tmp_path / "nowhere"}, f"pairs.mine.untied.path: no directory {tmp_path / 'nowhere'}"),
+        ({"tied": no_config}, f"pairs.mine.tied.path: {no_config} holds no config.json (not a directory "
+                              "save_pretrained wrote)"),
+        ({"untied": empty}, f"pairs.mine.untied.path: {empty}: no weights (model.safetensors or "
+                            "pytorch_model.bin, or the index of either's shards)"),
+        ({"untied": models["tied"]}, f"pairs.mine.untied.path: {models['tied']} is a tied model (config.json's "
+                                     "tie_word_embeddings), but its role needs an untied one"),
+        ({"tied": models["untied"]}, f"pairs.mine.tied.path: {models['untied']} is an untied model (config.json's "
+                                     "tie_word_embeddings), but its role needs a tied one"),
+    ]
+    for paths, message in cases:
+        with pytest.raises(PipelineError) as error:
+            check(local_config(corpus, models, **paths), SCHEMA)
+        assert str(error.value) == message
+
+
+def test_tying_is_read_from_the_stored_tensors_when_config_json_does_not_state_it(models, corpus, tmp_path):
+    untied = tmp_path / "untied"
+    save_model(_olmo(1), untied)
+    stated = json.loads((untied / "config.json").read_text())
+    del stated["tie_word_embeddings"]
+    (untied / "config.json").write_text(json.dumps(stated))
+    with pytest.raises(PipelineError) as error:
+        check(local_config(corpus, models, tied=untied), SCHEMA)
+    assert str(error.value) == (f"pairs.mine.tied.path: {untied} is an untied model (its stored tensors), but its "
+                                "role needs a tied one")
+
+
+def test_an_evolution_directory_is_checked_like_a_model(models, corpus):
+    config = local_config(corpus, models)
+    config["pairs"]["mine"]["evolution"][0] = str(models["tied"])
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == (f"pairs.mine.evolution.0: {models['tied']} is a tied model (config.json's "
+                                "tie_word_embeddings), but its role needs an untied one")
+
+
+def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
+    config = local_config(corpus, models)
+    config["analysis"]["knn_k"] = 64
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == ("analysis.knn_k: 64 neighbours of each token, but pair 'mine' has 64 tokens (its "
+                                "config.json's vocab_size); give fewer")
+    config["analysis"]["knn_k"] = 63
+    check(config, SCHEMA)
+
+
+@pytest.mark.parametrize("zip_format", [True, False])
+def test_embeddings_of_a_pytorch_model_bin_directory(tmp_path, zip_format):
+    """A directory holding only pytorch_model.bin (torch's zip format, memory-mapped, or the legacy one) reads
+    as its safetensors would."""
+    model = _olmo(1)
+    model.config.save_pretrained(tmp_path)
+    tiny_tokenizer().save_pretrained(tmp_path)
+    state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    torch.save(state, tmp_path / "pytorch_model.bin", _use_new_zipfile_serialization=zip_format)
+    embeddings = load_embeddings(tmp_path)
+    assert not embeddings.tied and embeddings.input.shape == (64, 32)
+    assert torch.equal(embeddings.input, state["model.embed_tokens.weight"])
+    assert torch.equal(embeddings.output, state["lm_head.weight"])
+    assert not torch.equal(embeddings.input, embeddings.output)
+
+
+@pytest.fixture(scope="module")
+def local_run(models, corpus, tmp_path_factory):
+    """The miniature built offline on the local pair, its untied model named relative to the run directory."""
+    workdir = tmp_path_factory.mktemp("local-run")
+    os.symlink(models["untied"], workdir / "untied")
+    config = local_config(corpus, models, untied="untied")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(workdir / "empty-cache")}
+    result = snakemake(workdir, "all", config=config, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offline(local_run, models):
+    for target in ("figures/fig1.pdf", "figures/fig2.pdf", "results/tables/table1.csv", "results/tables/table5.csv",
+                   "results/tables/claims.md"):
+        assert (local_run / target).stat().st_size > 0, target
+    assert not (local_run / "results/hub").exists()  # read in place: nothing fetched, nothing copied
+    table1 = pd.read_csv(local_run / "results/tables/table1.csv")
+    assert set(table1["pair"]) == {"mine"} and table1["interval"].str.endswith("one pair of models").all()
+    # The KNN metric is the local models' own, as load_embeddings reads their directories.
+    knn = pd.read_parquet(local_run / "results/metrics/knn/mine/seed0.parquet")
+    expected = knn_frame(load_embeddings(models["untied"]), load_embeddings(models["tied"]), ks=(5,), null_seed=1)
+    merged = knn.merge(expected, on=["comparison", "k", "token_id"], suffixes=("", "_expected"))
+    assert len(merged) == len(expected) > 0 and (merged["n_tokens"] == 64).all()
+    assert (merged["overlap"] == merged["overlap_expected"]).all()
+    claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
+    assert list(claims.index) == ["C1", "C2", "C3", "C4"] and "commits" not in claims.columns
+
+
+def test_the_lens_of_a_local_model_reads_the_corpus_in_its_own_tokenizer(local_run):
+    tokens = local_run / "results/local/tokens" / str(local_run / "untied").lstrip("/")
+    meta = json.loads((tokens / "meta.json").read_text())
+    documents = pd.read_parquet(local_run / "results/corpus/shard0.parquet")
+    expected = [i for text in documents.loc[documents["split"] == "train", "text"]
+                for i in [*(int(word[1:]) for word in text.split()), 0]]  # t{i} -> i, each document ends in EOS 0
+    assert np.fromfile(tokens / "train.bin", dtype=meta["dtype"]).tolist() == expected
+    lens = pd.read_parquet(local_run / "results/metrics/lens/mine/untied/seed0.parquet")
+    assert sorted(lens["layer"].unique()) == [0, 1, 2]
