@@ -49,3 +49,11 @@ def test_a_table_of_record_reads_back_as_the_table_it_shows(tmp_path):
     assert back.columns.tolist() == shown.columns.tolist()
     assert back.astype(str).values.tolist() == shown.astype(str).values.tolist()  # "|" in a cell survives
     assert side_by_side({"record": back, "hf": B}).set_index("claim").loc["C1", "record"] == "0.38"
+
+
+def test_a_table_with_the_no_gradient_level_shows_it_beside_its_values():
+    decayed = A.assign(no_gradient_level=["", "", "", "0.731", ""])
+    out = side_by_side({"wd 0.1": decayed, "total decay 0.164": B.assign(no_gradient_level="")}).set_index("claim")
+    assert list(out.columns) == ["paper", "wd 0.1", "wd 0.1 no-gradient level", "wd 0.1 verdict", "total decay 0.164",
+                                 "total decay 0.164 verdict", "verdict changes"]
+    assert out.loc["C6a", "wd 0.1 no-gradient level"] == "0.731" and out.loc["C1", "wd 0.1 no-gradient level"] == ""

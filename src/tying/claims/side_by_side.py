@@ -1,7 +1,8 @@
 """Claims tables of builds that differ in one choice, side by side (docs/results/recipe.md).
 
 One row per claim of each table's first pair on all analysed tokens; per build its value with interval and its
-verdict; `verdict changes` says whether any build's verdict differs from the first's.
+verdict, and where its table gives one (C6a, C6c) the weight decay's no-gradient level; `verdict changes` says
+whether any build's verdict differs from the first's.
 
     .venv/bin/python -m tying.claims.side_by_side LABEL=results/tables/claims.parquet ... > table.md
 
@@ -20,12 +21,15 @@ from tying.frames import markdown
 
 def side_by_side(tables):
     """{label: claims table (results/tables/claims.parquet)} -> one frame: claim, paper, and per label
-    `<label>` (ours with its interval) and `<label> verdict`, then `verdict changes`."""
+    `<label>` (ours with its interval), `<label> no-gradient level` (tables with a level) and `<label> verdict`,
+    then `verdict changes`."""
     out, order = None, []
     for label, table in tables.items():
         rows = table[(table["pair"] == table["pair"].iloc[0]) & (table["token_set"] == ALL_TOKENS)]
-        rows = rows.set_index("claim")[["paper", "ours", "verdict"]].rename(
-            columns={"ours": label, "verdict": f"{label} verdict"})
+        levels = rows["no_gradient_level"].fillna("") if "no_gradient_level" in rows.columns else pd.Series(dtype=str)
+        level = ["no_gradient_level"] if levels.ne("").any() else []
+        rows = rows.set_index("claim")[["paper", "ours", *level, "verdict"]].rename(
+            columns={"ours": label, "no_gradient_level": f"{label} no-gradient level", "verdict": f"{label} verdict"})
         order += [c for c in rows.index if c not in order]
         out = rows if out is None else out.join(rows.drop(columns="paper"), how="outer")
     out = out.reindex(order)

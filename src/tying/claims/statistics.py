@@ -147,7 +147,8 @@ def norm_shape(norm_freq, pair="main", shuffles=NORM_SHUFFLES):
     flat, near, raw, level, excess, chance = (pd.Series(v, dtype=float).rename_axis("seed")
                                               for v in (flat, near, raw, level, excess, chance))
     return (Statistic(flat, level=level, detail=_decay_detail(level)),
-            Statistic(excess, chance=chance, detail=detail), Statistic(near, level=level, detail=_decay_detail(level, raw)))
+            Statistic(excess, chance=chance, detail=detail),
+            Statistic(near, level=level, detail=_decay_detail(level, raw)))
 
 
 def _level(rows, matrix):
