@@ -190,6 +190,38 @@ rule claims_by_lookup:
         "../scripts/claims_by_lookup.py"
 
 
+# C7 as a dose-response (tying.claims.dose): the pair's tied run and each input-scaled variant, one dose each.
+def dose_runs(pair):
+    """(variant, seed) of each dose's run of `pair`: its tied variant and its scaled variants, every seed."""
+    return [(v, s) for v in scaled_variants(config, pair) for s in pair_seeds(config, pair)]
+
+
+rule c7_dose:
+    input:
+        scaling=lambda w: per_seed(rules.scaling, table_pairs("c7_dose")),
+        quality=lambda w: per_seed(rules.quality, table_pairs("c7_dose")),
+        provenance=lambda w: [
+            expand(rules.train.output.provenance, arch=PAIRS[table_pairs("c7_dose")]["tied"]["arch"], variant=v,
+                   seed=s)[0]
+            for v, s in dose_runs(table_pairs("c7_dose"))
+        ],
+    output:
+        csv=report("results/tables/c7_dose.csv", caption="../report/table.rst", category="Tables"),
+        md="results/tables/c7_dose.md",
+        figure=report("figures/c7_dose.pdf", caption="../report/table.rst", category="Figures"),
+    params:
+        pair=lambda w: table_pairs("c7_dose"),
+        runs=lambda w: dose_runs(table_pairs("c7_dose")),
+        doses=lambda w: {v: float(config["variants"][v]["input_grad_scale"])
+                         for v in scaled_variants(config, table_pairs("c7_dose"))},
+    log:
+        "logs/tables/c7_dose.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c7_dose.py"
+
+
 # The claims by exposure of each scaling cell, then every cell's strata in one table: whether a trend across
 # cells is the claim's or the token mix's (a 1500-step run draws each token about five times as often).
 use rule claims_by_exposure as cell_exposure with:

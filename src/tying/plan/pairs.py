@@ -125,7 +125,7 @@ def scaling_steps(config, pair):
     the last, for Table 2 and the claims (a scaling cell's claims among them), as enabled."""
     tables, runs = config.get("tables", {}), pair_schedule(config, pair)
     early = config["analysis"]["early_step"]
-    final = "table2" in tables or "claims" in tables or pair in scaling_cells(config)
+    final = "table2" in tables or "claims" in tables or "c7_dose" in tables or pair in scaling_cells(config)
     steps = ([early] if "table6" in tables and early in runs.checkpoints else []) + ([runs.final] if final else [])
     return sorted(set(steps))
 

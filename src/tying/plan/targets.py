@@ -26,6 +26,7 @@ NAMED = (
     (r"results/tables/(?P<n>claims)\.(?:parquet|md)", "tables: {{{n}: <pairs>}}"),
     (r"figures/(?P<n>claims|claims_by_exposure|claims_over_training)\.pdf", "tables: {{{n}: <pairs>}}"),
     (r"results/tables/scaling(?:_exposure)?\.(?:csv|md)|figures/scaling\.pdf", "scaling: {{sizes: ..., seeds: ...}}"),
+    (r"results/tables/c7_dose\.(?:csv|md)|figures/c7_dose\.pdf", "tables: {{c7_dose: <pair>}}"),
     (r"results/tables/c3_by_depth\.(?:csv|md)|figures/c3_by_depth\.pdf", "scaling: {{c3_by_depth: true}}"),
     (r"results/tables/c3_by_lens\.(?:parquet|md)|figures/c3_by_lens\.pdf", "lens_budget: {{comparisons: ...}}"),
     (r"results/tables/survey\.(?:csv|md)|figures/survey\.pdf", "survey: {{comparisons: ...}}"),
@@ -64,7 +65,8 @@ def targets(config):
     files += [f"results/tables/{t}.{ext}" for t in tables if t != "claims" for ext in ("csv", "md")]
     if "claims" in tables:
         files += ["results/tables/claims.parquet", "results/tables/claims.md"]
-    files += [f"figures/{t}.pdf" for t in ("claims", "claims_over_training", "claims_by_exposure") if t in tables]
+    files += [f"figures/{t}.pdf" for t in ("claims", "claims_over_training", "claims_by_exposure", "c7_dose")
+              if t in tables]
     if "survey" in config:
         files += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
     if config.get("scaling"):

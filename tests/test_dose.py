@@ -1,0 +1,98 @@
+"""C7 as a dose-response (configs/dose.yaml, tying.claims.dose): the dose grid's runs, and the per-dose table."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from snakerun import ROOT
+from tying.claims.dose import dose_seed_values, dose_table, supports
+from tying.errors import PipelineError
+from tying.plan.config import check, load, run_params
+from tying.plan.pairs import scaled_variants, token_set_runs, trained_runs
+from tying.report.figures.c7_dose import plot_c7_dose
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SEEDS = (0, 1, 2)
+
+
+def _dose_config():
+    config = load("configs/dose.yaml")
+    check(config, SCHEMA)  # fills the schema's defaults in place
+    return config
+
+
+def test_the_dose_grids_runs_differ_only_in_input_grad_scale():
+    config = _dose_config()
+    variants = scaled_variants(config, "main")
+    doses = {v: run_params(config, "olmo", v)["input_grad_scale"] for v in variants}
+    assert sorted(doses.values()) == [0.5, 1.0, 2.0, 5.0, 10.0] and doses["tied"] == 1.0
+    tied = run_params(config, "olmo", "tied")
+    for variant in variants:
+        params = run_params(config, "olmo", variant)
+        assert {k for k in tied if params[k] != tied[k]} == ({"input_grad_scale"} if variant != "tied" else set())
+        assert params.keys() == tied.keys()
+    # every dose of a seed trains on the seed's batches (one run shape) from the tied variants' shared start
+    assert token_set_runs(config, "main", 1) == [(1, 1000, 16, 64)]
+    runs = trained_runs(config, ["main"])
+    assert sorted(runs) == sorted(("olmo", v, s) for v in [*variants, "untied"] for s in SEEDS)
+
+
+def test_a_dose_table_needs_a_pair_with_scaled_variants():
+    config = _dose_config()
+    config["pairs"]["main"]["scaled"] = []
+    with pytest.raises(PipelineError, match="tables.c7_dose: pair 'main' has no input-scaled variants"):
+        check(config, SCHEMA)
+
+
+DOSES = {"tied": 1.0, "tied_x2": 2.0, "tied_x5": 5.0}
+
+
+def _planted(toward_input, away_from_output):
+    """Metric frames where dose d moves the tied matrix by toward_input(d) toward Input(U) and away_from_output(d)
+    from Output(U) (plus a seed offset that cancels), its input path carries d / (d + 3) of the gradient, and its
+    margin is -0.5 - 0.01 d (plus a seed offset of +-0.01)."""
+    scaling, quality, provenance = [], [], {}
+    for seed in SEEDS:
+        for variant, dose in DOSES.items():
+            shift = {"input_u": toward_input(dose) - toward_input(1), "output_u": -(away_from_output(dose)
+                                                                                  - away_from_output(1))}
+            for reference, moved in shift.items():
+                for target, base in (("true", 0.4), ("permuted", 0.1)):
+                    scaling.append({"pair": "main", "seed": seed, "step": 1000, "variant": variant,
+                                    "reference": reference, "scored": "held_out", "target": target,
+                                    "cosine": base + 0.05 * seed + (moved if target == "true" else 0.0)})
+            steps = np.arange(1, 11)
+            provenance[(variant, seed)] = pd.DataFrame({"step": steps, "g_in": dose * np.ones(10),
+                                                        "g_out": 3 * np.ones(10)})
+            quality += [{"seed": seed, "role": variant, "variant": variant, "step": s,
+                         "margin": (-0.5 - 0.01 * dose + 0.01 * (seed - 1)) * (1 if s == 1000 else 0)}
+                        for s in (500, 1000)]
+    return pd.DataFrame(scaling), pd.DataFrame(quality), provenance
+
+
+def test_each_dose_gets_its_planted_move_gradient_share_and_margin(tmp_path):
+    scaling, quality, provenance = _planted(lambda d: 0.002 * d, lambda d: 0.02 * d)
+    table = dose_table(dose_seed_values(scaling, quality, provenance, DOSES)).set_index("variant")
+    assert table["dose"].tolist() == [1.0, 2.0, 5.0] and (table["seeds"] == 3).all()
+    assert table.loc["tied", "C7a"] == "0 (reference)" and math.isnan(table.loc["tied", "C7a_low"])
+    assert table.loc["tied_x5", "C7a_mean"] == pytest.approx(0.008)
+    assert table.loc["tied_x2", "C7a_mean"] == pytest.approx(0.002)
+    assert table.loc["tied_x5", "C7b_mean"] == pytest.approx(-0.08)
+    assert table.loc["tied_x5", "C7a_chance_mean"] == pytest.approx(0.0)
+    assert table.loc["tied_x5", "C7a_low"] == pytest.approx(0.008)  # no spread over seeds: a zero-width interval
+    for variant, dose in DOSES.items():
+        assert table.loc[variant, "in_share_mean"] == pytest.approx(dose / (dose + 3))
+        assert table.loc[variant, "margin_mean"] == pytest.approx(-0.5 - 0.01 * dose)
+        assert table.loc[variant, "margin_low"] < table.loc[variant, "margin_mean"] < table.loc[variant, "margin_high"]
+    assert supports(table.reset_index()) == "more input-shaped"
+    plot_c7_dose(table.reset_index(), tmp_path / "c7_dose.pdf")
+    assert (tmp_path / "c7_dose.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_a_matrix_that_only_loses_its_output_fit_reads_less_output_fitted():
+    scaling, quality, provenance = _planted(lambda d: 0.0, lambda d: 0.02 * d)
+    table = dose_table(dose_seed_values(scaling, quality, provenance, DOSES))
+    top = table.set_index("variant").loc["tied_x5"]
+    assert top["C7a_mean"] == pytest.approx(0.0) and top["C7b_mean"] == pytest.approx(-0.08)
+    assert supports(table) == "less output-fitted"
