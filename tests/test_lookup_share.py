@@ -4,9 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from snakerun import ROOT
 from tying.claims.exposure import ALL_TOKENS, exposure_table, share_labels, strata, token_values, with_draws
 from tying.data.batches import train_batch
 from tying.data.token_sets import drawn_by_step, drawn_frame, lookups_by_step, write_token_set
+from tying.plan.config import check, check_schema, load
+from tying.plan.grid import add_cells, cells
 
 V = 40
 EDGES = [0, 0.01, 0.1, 0.5, 0.9]
@@ -76,3 +79,21 @@ def test_a_gap_carried_by_rarely_looked_up_tokens_shows_in_their_share_stratum()
     assert table.loc[("C4", "50-90%"), ["share_low", "share_high"]].tolist() == [0.5, 0.9]
     assert table.loc[("C4", ALL_TOKENS), "mean"] == pytest.approx(0.3, abs=0.01)
     assert table.loc[("C4", "0-1%"), "left_out"] == "fewer than 30 tokens in a seed"
+
+
+def test_the_large_batch_regime_matches_the_trained_regimes_tokens_with_16k_token_steps():
+    schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+    trained, large = load("configs/trained.yaml"), load("configs/trained.yaml", "configs/large-batch.yaml")
+    for config in (trained, large):  # as the workflow reads a config (workflow/rules/common.smk)
+        check_schema(config, schema)
+        add_cells(config)
+        check(config, schema)
+    (small_cell,), (large_cell,) = cells(trained), cells(large)
+    per_step = large["train"]["batch_size"] * large["model"]["seq_len"]
+    assert per_step >= 16_384 and large_cell.name == "d96_l3_s375" and len(large_cell.seeds) == 3
+    tokens = [c.steps * config["train"]["batch_size"] * config["model"]["seq_len"]
+              for c, config in ((small_cell, trained), (large_cell, large))]
+    assert tokens[0] == tokens[1] == 6_144_000
+    assert large["train"]["warmup"] / large_cell.steps == pytest.approx(trained["train"]["warmup"] / small_cell.steps,
+                                                                        abs=0.002)
+    assert large["tables"]["claims_by_lookup"] == ["d96_l3_s375"]
