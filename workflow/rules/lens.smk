@@ -3,15 +3,26 @@
 LENS_RESOURCES = {"mem_mb": 8000, "runtime": 60, "gpu": 1 if config["lens"]["device"] == "cuda" else 0}
 
 
+def given_lens(pair, role):
+    """The tuned-lens folder a pair names for a role (`lens: {tied: DIR, untied: DIR}`), scored in place of
+    training one; [] when it names none."""
+    lens = PAIRS[pair].get("lens")
+    return lens[role] if isinstance(lens, dict) and role in lens else []
+
+
 rule lens:
     input:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
+        given=lambda w: given_lens(w.pair, w.role),
     output:
         metric="results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
         # per validation window: the tuned lens's KL by state, and at 3/4 of its steps (C3's check)
         windows="results/metrics/lens/{pair}/{role}/seed{seed}.windows.parquet",
         weights="results/lens/{pair}/{role}/seed{seed}.safetensors",
+        # the same lens as tuned-lens 0.2 saves one (tying.lens.tuned_lens_format)
+        tuned_lens=directory("results/lens/{pair}/{role}/seed{seed}.tuned-lens"),
     params:
+        ref=lambda w: PAIRS[w.pair][w.role],
         ids=lambda w: {
             "pair": w.pair,
             "role": w.role,

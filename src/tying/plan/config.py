@@ -10,6 +10,7 @@ from snakemake.utils import validate
 
 from tying.checkpoints.checkpoint_files import stored_tensors
 from tying.checkpoints.layouts import LAYOUTS
+from tying.checkpoints.lens_folder import read_lens_config
 from tying.errors import PipelineError
 from tying.plan import lens_budget
 from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, trained,
@@ -20,8 +21,7 @@ from tying.plan.recipes import clip_qkv, init_scheme
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
 # Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
-NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup",
-                 "c7_dose"}
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup"}
 # Targets a trained control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
 CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure", "claims_by_lookup"}
 
@@ -159,6 +159,8 @@ def _check_pairs(config):
                 control = role == "tied" and "control" in pair  # a control's tied role is an untied model
                 _check_local(f"pairs.{name}.{role}.path", ref["path"], tied=role == "tied" and not control,
                              control=control)
+        if isinstance(pair.get("lens"), dict):
+            _check_given_lens(config, name, pair)
         if is_local(pair["untied"]):
             for step, path in pair.get("evolution", {}).items():
                 _check_local(f"pairs.{name}.evolution.{step}", path, tied=False)
@@ -193,10 +195,6 @@ def _check_pairs(config):
                 and "evolution" not in pairs[pair]):
             raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
                                 "untied model)")
-    dose = config.get("tables", {}).get("c7_dose")
-    if dose in pairs and not pairs[dose].get("scaled"):
-        raise PipelineError(f"tables.c7_dose: pair {dose!r} has no input-scaled variants (pairs.{dose}.scaled), "
-                            "so no dose but the tied run's")
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
@@ -220,6 +218,34 @@ def _check_local(where, path, tied, control=False):
         raise PipelineError(f"{where}: {directory} is {'a tied' if tied_here else 'an untied'} model ({said}), but "
                             f"its role needs {'a tied' if tied else 'an untied'} one"
                             + (" (a control's tied role is an untied model)" if control else ""))
+
+
+def _check_given_lens(config, name, pair):
+    """A pair's given lenses (`lens: {role: DIR}`): tuned-lens folders as wide and deep as their model, where the
+    config can know it (a trained run's architecture, a local model's config.json; a hub model's, and every
+    unembedding hash, the lens job checks)."""
+    for role, path in pair["lens"].items():
+        where = f"pairs.{name}.lens.{role}"
+        if role not in pair:
+            raise PipelineError(f"{where}: the pair has no {role} model")
+        try:
+            lens = read_lens_config(path)
+        except PipelineError as err:
+            raise PipelineError(f"{where}: {err}") from None
+        ref = pair[role]
+        if is_trained(ref):
+            dims = model_dims(config, ref["arch"])
+            model = dims["hidden_size"], dims["layers"]
+        elif is_local(ref):
+            model_config = _model_config(f"pairs.{name}.{role}.path", Path(ref["path"]))
+            text = model_config.get("text_config") or model_config
+            model = text.get("hidden_size"), text.get("num_hidden_layers")
+        else:
+            continue
+        if None not in model and (lens["d_model"], lens["num_hidden_layers"]) != model:
+            raise PipelineError(f"{where}: {path} is a lens for d_model {lens['d_model']} and "
+                                f"{lens['num_hidden_layers']} layers; the {role} model has d_model {model[0]} and "
+                                f"{model[1]} layers")
 
 
 def _model_config(where, directory):
@@ -248,7 +274,8 @@ def local_tying(model_config, stored):
 
 
 def local_paths(config, base):
-    """`config` with each local model's path ({path}, and a local pair's evolution directories) made absolute
+    """`config` with each local model's path ({path}, a local pair's evolution directories, a pair's given lens
+    folders) made absolute
     against `base` (where snakemake started: jobs read them from the run's workdir), in place; anything the
     schema will refuse is left as it is."""
     for pair in (config.get("pairs") or {}).values():
@@ -258,6 +285,9 @@ def local_paths(config, base):
             ref = pair.get(role)
             if isinstance(ref, dict) and isinstance(ref.get("path"), str):
                 ref["path"] = _absolute(ref["path"], base)
+        if isinstance(pair.get("lens"), dict):  # given lens folders
+            pair["lens"] = {role: _absolute(path, base) if isinstance(path, str) else path
+                            for role, path in pair["lens"].items()}
         if isinstance(pair.get("untied"), dict) and "path" in pair["untied"] and isinstance(pair.get("evolution"), dict):
             pair["evolution"] = {step: _absolute(path, base) if isinstance(path, str) else path
                                  for step, path in pair["evolution"].items()}
