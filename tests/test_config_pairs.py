@@ -108,7 +108,8 @@ def test_a_trained_negative_control_feeds_table1_table5_and_the_claims_after_the
     for tables, message in (
         ({"claims": ["ctl"]}, "tables.claims: the first claims pair gets every claim; a negative control ('ctl') "
                               "can only follow it"),
-        ({"table2": "ctl"}, "tables.table2: pair 'ctl' is a negative control, read by claims, claims_by_exposure, table1, table5 only"),
+        ({"table2": "ctl"}, "tables.table2: pair 'ctl' is a negative control, read by claims, claims_by_exposure, "
+                            "claims_by_lookup, table1, table5 only"),
     ):
         with pytest.raises(PipelineError) as error:
             check(_with_trained_control(**tables), SCHEMA)
