@@ -7,6 +7,7 @@ import pytest
 from snakerun import ROOT
 from tying.claims.exposure import ALL_TOKENS, exposure_table, share_labels, strata, token_values, with_draws
 from tying.data.batches import train_batch
+from tying.errors import PipelineError
 from tying.data.token_sets import drawn_by_step, drawn_frame, lookups_by_step, write_token_set
 from tying.plan.config import check, check_schema, load
 from tying.plan.grid import add_cells, cells
@@ -79,6 +80,8 @@ def test_a_gap_carried_by_rarely_looked_up_tokens_shows_in_their_share_stratum()
     assert table.loc[("C4", "50-90%"), ["share_low", "share_high"]].tolist() == [0.5, 0.9]
     assert table.loc[("C4", ALL_TOKENS), "mean"] == pytest.approx(0.3, abs=0.01)
     assert table.loc[("C4", "0-1%"), "left_out"] == "fewer than 30 tokens in a seed"
+    with pytest.raises(PipelineError, match="no lookup_share for every token: their drawn counts predate it"):
+        exposure_table(values.drop(columns="lookup_share"), EDGES, 30, by="lookup_share")
 
 
 def test_the_large_batch_regime_matches_the_trained_regimes_tokens_with_16k_token_steps():

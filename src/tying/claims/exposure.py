@@ -29,6 +29,7 @@ import pandas as pd
 from tying.claims.definitions import ALL_TOKENS, CLAIMS, Statistic
 from tying.claims.statistics import calibrated_statistics
 from tying.claims.verdicts import claims_table, seed_table
+from tying.errors import PipelineError
 from tying.frames import at_step, only, pick, write_table
 
 VALUE_COLUMNS = ["pair", "claim", "seed", "token_id", "value", "chance"]
@@ -192,6 +193,9 @@ def exposure_table(values, edges, min_tokens, by="drawn"):
     edge columns are draws_low and draws_high; lookup_share, share_low and share_high).
     """
     prefix, label_of = STRATA_BY[by]
+    if by not in values.columns or values[by].isna().any():
+        raise PipelineError(f"the token sets have no {by} for every token: their drawn counts predate it "
+                            "(rebuild them: snakemake -R drawn)")
     labels = label_of(list(edges))
     values = values.assign(stratum=strata(values[by], edges))
     rows = []
