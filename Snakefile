@@ -40,7 +40,7 @@ container: TYING_IMAGE
 from tying.plan.config import layered, local_paths
 from tying.errors import PipelineError
 
-_module = workflow.modifier.is_module
+_module = workflow.modifier.namespace is not None  # `module tying:` names it; the main workflow has none
 try:
     _layers = layered(os.path.join(TYING_DIR, "config.yaml"), [] if _module else workflow.overwrite_configfiles,
                       dict(config) if _module else workflow.config_settings.config,
