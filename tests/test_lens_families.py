@@ -100,7 +100,8 @@ def test_a_header_that_does_not_settle_the_names_asks_the_model(tmp_path, tied):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_alignment_and_knn_run_on_a_pair_of_the_family(tmp_path, family):
-    untied, tied = (load_embeddings(save(build(family, t, seed=s), tmp_path / str(t))) for s, t in ((1, False), (2, True)))
+    untied, tied = (load_embeddings(save(build(family, tied, seed=seed), tmp_path / str(tied)))
+                    for seed, tied in ((1, False), (2, True)))
     frame = alignment_frame(untied, tied, held_out=0.25)
     assert frame["n_tokens"].max() == VOCAB and frame["cosine"].between(-1, 1).all()
     knn = knn_frame(untied, tied, ks=(5,))
@@ -129,7 +130,8 @@ def test_lens_trains_and_scores_from_a_saved_directory(tmp_path, family, tied):
     frame = evaluate_lens(model, train_lens(model, train, steps=20, **recipe), val, seq_len=SEQ, batch_size=8)
     tuned, logit = (frame[frame["lens"] == name].set_index("layer")["kl_bits"] for name in ("tuned", "logit"))
     assert list(tuned.index) == [0, 1, 2] and tuned[2] == pytest.approx(0.0, abs=1e-5)  # state L is the model
-    assert (logit[[0, 1]] > 0.05).all() and (tuned[[0, 1]] < logit[[0, 1]]).all()  # 20 steps improve on the logit lens at every earlier state
+    assert (logit[[0, 1]] > 0.05).all()
+    assert (tuned[[0, 1]] < logit[[0, 1]]).all()  # 20 steps improve on the logit lens at every earlier state
 
 
 def test_opt_with_a_projection_after_its_final_norm_is_refused_in_one_line():

@@ -165,7 +165,7 @@ def test_the_config_check_reads_a_pairs_given_lenses(tmp_path):
     with pytest.raises(PipelineError, match=rf"^pairs.main.lens.tied: {tmp_path / 'none'}: no such lens folder$"):
         check(with_lens({"tied": str(tmp_path / "none")}), SCHEMA)
     (tmp_path / "half").mkdir()
-    with pytest.raises(PipelineError, match=r"^pairs.main.lens.tied: .*half: not a tuned-lens folder \(no config.json\)$"):
+    with pytest.raises(PipelineError, match=r"^pairs.main.lens.tied: .*half: not a tuned-lens folder \(no config.json\)"):
         check(with_lens({"tied": str(tmp_path / "half")}), SCHEMA)
     with pytest.raises(PipelineError, match=r"^pairs.main.lens"):
         check(with_lens({"other": "x"}), SCHEMA)

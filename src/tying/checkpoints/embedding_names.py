@@ -39,7 +39,8 @@ def model_embedding_names(model_dir, stored):
 
     model = meta_model(model_dir)
     transforms = get_model_conversion_mapping(model)
-    renamings, converters = ([t for t in transforms if isinstance(t, kind)] for kind in (WeightRenaming, WeightConverter))
+    renamings = [t for t in transforms if isinstance(t, WeightRenaming)]
+    converters = [t for t in transforms if isinstance(t, WeightConverter)]
     meta = model.state_dict()
     loaded = {rename_source_key(name, renamings, converters, model.base_model_prefix, meta)[0]: name for name in stored}
     modules = {id(module): name for name, module in model.named_modules(remove_duplicate=False)}
@@ -61,7 +62,8 @@ def meta_model(model_dir):
             return AutoModelForCausalLM.from_config(config)
     except (ValueError, KeyError) as error:
         raise PipelineError(f"{model_dir}: no known input-embedding tensor (the header does not settle it, and "
-                            f"transformers builds no causal LM from its config: {str(error).splitlines()[0]})") from None
+                            f"transformers builds no causal LM from its config: {str(error).splitlines()[0]})"
+                            ) from None
 
 
 def _shapes(files):
