@@ -20,6 +20,7 @@ from tying.lens.translators import TunedLens
 from tying.lens.unembed import Readout, stacked_states, token_windows
 from tying.plan import lens_budget
 from tying.plan.config import load
+from tying.plan.grid import add_cells
 from tying.report.figures.c3_by_lens import plot_c3_by_lens
 from tying.stats import mean_ci
 
@@ -169,14 +170,16 @@ def test_the_state_curves_and_the_figure(tmp_path):
 
 # --- The plan ------------------------------------------------------------------------------------------------
 def test_comparisons_take_each_runs_seed_offset_and_step_and_sweep_a_shared_run_once():
-    config = load("configs/lens-budget.yaml")
+    config = load("configs/trained.yaml")
+    add_cells(config)
     comps = lens_budget.comparisons(config)
     assert len(comps) == 4 * 3
     first = {c["comparison"]: c for c in comps if c["seed"] == 1}
-    assert first["tying"]["a"] == ("olmo", "tied", 1, 1000) and first["tied_seeds"]["b"] == ("olmo", "tied", 2, 1000)
-    assert first["untied_steps"]["a"] == ("olmo", "untied", 1, 600)
+    cell = "d96_l3_s6000"
+    assert first["tying"]["a"] == (cell, "tied", 1, 6000) and first["tied_seeds"]["b"] == (cell, "tied", 2, 6000)
+    assert first["untied_steps"]["a"] == (cell, "untied", 1, 3000)
     runs = lens_budget.budget_runs(config)
-    assert len(runs) == len(set(runs)) == 13  # tied 0-3, untied 0-2 at 1000 and 600, olmo_hf untied 0-2
+    assert len(runs) == len(set(runs)) == 11  # tied 0-3, untied 0-3 at 6000, untied 0-2 at 3000
 
 
 @pytest.mark.parametrize("run, message", [
@@ -190,12 +193,12 @@ def test_a_comparison_naming_a_run_the_config_lacks_ends_at_the_check(run, messa
         lens_budget.check(config)
 
 
-def test_the_default_builds_sweep_plans_one_job_a_run_and_trains_seed_3_for_the_null_pair(tmp_path):
+def test_the_default_builds_sweep_plans_one_job_a_run_and_the_table_and_figure(tmp_path):
     config = load("configs/lens-budget.yaml")
     result = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=config)
     assert result.returncode == 0, result.stderr
     jobs = planned_jobs(result)
-    assert jobs["lens_budget"] == 13 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
-    assert jobs["train"] == 10  # olmo tied 0-3, untied 0-2; olmo_hf untied 0-2
+    assert jobs["lens_budget"] == 6 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
+    assert jobs["train"] == 6  # olmo tied and untied, seeds 0-2
     refused = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=load())
     assert refused.returncode != 0 and "lens_budget: {comparisons: ...}" in refused.stderr
