@@ -2,14 +2,16 @@
 not fit their model, and named per role in a pair's config."""
 import copy
 import json
+import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import transformers as tf
 import yaml
 
-from snakerun import ROOT
+from snakerun import ROOT, snakemake
 from tying.errors import PipelineError
 from tying.lens.fitting import train_lens
 from tying.lens.scoring import evaluate_lens
@@ -169,3 +171,27 @@ def test_the_config_check_reads_a_pairs_given_lenses(tmp_path):
         check(with_lens({"tied": str(tmp_path / "half")}), SCHEMA)
     with pytest.raises(PipelineError, match=r"^pairs.main.lens"):
         check(with_lens({"other": "x"}), SCHEMA)
+
+
+def test_the_lens_rule_writes_a_tuned_lens_folder_and_scores_a_given_one_instead_of_training(tmp_path):
+    """The micro config's tied model: its lens job writes the folder; named as the pair's tied lens, the folder
+    is scored (the same KL, no training, steps 0) by a lens job rerun in its place."""
+    target = "results/metrics/lens/main/tied/seed0.parquet"
+    built = snakemake(tmp_path, target, config=MICRO)
+    assert built.returncode == 0, built.stderr[-2000:]
+    folder = tmp_path / "results/lens/main/tied/seed0.tuned-lens"
+    config = json.loads((folder / "config.json").read_text())
+    assert config["base_model_name_or_path"].endswith("results/checkpoints/olmo/tied/seed0/step6")
+    assert config["num_hidden_layers"] == MICRO["model"]["layers"] and config["base_model_revision"] is None
+    given = tmp_path / "given"
+    shutil.copytree(folder, given)
+    trained = pd.read_parquet(tmp_path / target)
+    rerun = snakemake(tmp_path, target, config={**MICRO, "pairs": {
+        **MICRO["pairs"], "main": {**MICRO["pairs"]["main"], "lens": {"tied": str(given)}}}})
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "rule train" not in rerun.stdout + rerun.stderr and "rule lens:" in rerun.stdout + rerun.stderr
+    assert "steps, their readout products" not in (tmp_path / "logs/lens/main/tied/seed0.log").read_text()
+    scored = pd.read_parquet(tmp_path / target)
+    assert np.abs(scored["kl_bits"].to_numpy() - trained["kl_bits"].to_numpy()).max() < 1e-6
+    windows = pd.read_parquet(tmp_path / "results/metrics/lens/main/tied/seed0.windows.parquet")
+    assert (windows["steps"] == 0).all() and windows["kl_check_bits"].isna().all()
