@@ -126,6 +126,21 @@ def test_an_evolution_directory_is_checked_like_a_model(models, corpus):
                                 "tie_word_embeddings), but its role needs an untied one")
 
 
+def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models, corpus):
+    config = local_config(corpus, models)
+    del config["pairs"]["mine"]["evolution"]
+    with pytest.raises(PipelineError) as error:
+        check(copy.deepcopy(config), SCHEMA)
+    assert str(error.value) == ("tables.claims: local pair 'mine' has no evolution (training step -> directory of "
+                                "its untied model)")
+    config["pairs"]["mine"]["trajectory"] = [{"tokens_b": 1, "tied": "a", "untied": "b", "tied_tokens_b": 1,
+                                              "untied_tokens_b": 1}]
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == ("pairs.mine.trajectory: matched hub revisions; a local pair has none (its evolution "
+                                "names its checkpoints' directories)")
+
+
 def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
     config = local_config(corpus, models)
     config["analysis"]["knn_k"] = 64

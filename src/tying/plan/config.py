@@ -193,8 +193,9 @@ def _check_pairs(config):
         further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
         if (target in NEEDS_EVOLUTION and not further_claims and not trained(config, pair)
                 and "evolution" not in pairs[pair]):
-            raise PipelineError(f"{key}: hub pair {pair!r} has no evolution (training step -> revision of its "
-                                "untied model)")
+            local = is_local(pairs[pair]["untied"])
+            raise PipelineError(f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "
+                                f"-> {'directory' if local else 'revision'} of its untied model)")
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
