@@ -2,7 +2,7 @@
 initialisation and the seed's batches, whose matrices take the tied role against the `main` untied run."""
 import torch
 
-from snakerun import ROOT
+from snakerun import ROOT, snakemake
 from tying.plan.config import check, load, run_params
 from tying.plan.pairs import claims_pairs, mixture_pair, pair_models, token_set_runs, trained_runs
 from tying.train.loop import RunSpec
@@ -50,3 +50,14 @@ def test_the_default_config_trains_no_second_untied_run():
     check(default, SCHEMA)
     assert "untied_b" not in default["variants"]
     assert all(v != "untied_b" for _, v, _ in trained_runs(default, claims_pairs(default)))
+
+
+def test_a_dry_run_plans_the_second_runs_and_their_matrices(tmp_path):
+    config = {k: v for k, v in load("configs/control-olmo.yaml").items() if k != "workdir"}
+    result = snakemake(tmp_path, "-n", "results/tables/claims.md", config=config)
+    assert result.returncode == 0, result.stderr
+    for seed in (0, 1, 2):
+        assert f"results/checkpoints/olmo/untied_b/seed{seed}/step1000" in result.stdout
+        for matrix in ("input", "output", "mixture"):
+            assert f"results/controls/olmo/untied_b/seed{seed}/step1000/{matrix}" in result.stdout
+    assert "results/checkpoints/olmo/untied_b/seed3/" not in result.stdout  # the controls' 3 seeds only
