@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from snakerun import ROOT
+from snakerun import ROOT, snakemake
 from tying.claims.dose import dose_seed_values, dose_table, supports
 from tying.errors import PipelineError
 from tying.plan.config import check, load, run_params
@@ -96,3 +96,13 @@ def test_a_matrix_that_only_loses_its_output_fit_reads_less_output_fitted():
     top = table.set_index("variant").loc["tied_x5"]
     assert top["C7a_mean"] == pytest.approx(0.0) and top["C7b_mean"] == pytest.approx(-0.08)
     assert supports(table) == "less output-fitted"
+
+
+def test_a_dry_run_plans_the_dose_table_from_every_doses_runs(tmp_path):
+    config = {k: v for k, v in load("configs/dose.yaml").items() if k != "workdir"}
+    result = snakemake(tmp_path, "-n", "figures/c7_dose.pdf", config=config)
+    assert result.returncode == 0, result.stderr
+    for variant in ("tied", "tied_x0_5", "tied_x2", "tied_x5", "tied_x10"):
+        for seed in SEEDS:
+            assert f"results/train/olmo/{variant}/seed{seed}/provenance.parquet" in result.stdout
+    assert "rule lens:" not in result.stdout
