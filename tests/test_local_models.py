@@ -152,6 +152,22 @@ def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
     check(config, SCHEMA)
 
 
+def test_a_sharded_directory_reads_as_one_file_and_a_missing_shard_is_one_line(models, corpus, tmp_path):
+    sharded = tmp_path / "untied-sharded"
+    _olmo(1).save_pretrained(sharded, max_shard_size="20KB")
+    tiny_tokenizer().save_pretrained(sharded)
+    shards = sorted(p.name for p in sharded.glob("model-*.safetensors"))
+    assert len(shards) > 2 and (sharded / "model.safetensors.index.json").is_file()
+    whole, parts = load_embeddings(models["untied"]), load_embeddings(sharded)
+    assert torch.equal(whole.input, parts.input) and torch.equal(whole.output, parts.output) and not parts.tied
+    check(local_config(corpus, models, untied=sharded), SCHEMA)
+    (sharded / shards[-1]).unlink()
+    with pytest.raises(PipelineError) as error:
+        check(local_config(corpus, models, untied=sharded), SCHEMA)
+    assert str(error.value) == (f"pairs.mine.untied.path: {sharded / 'model.safetensors.index.json'}: names "
+                                f"{shards[-1]}, which is not there")
+
+
 @pytest.mark.parametrize("zip_format", [True, False])
 def test_embeddings_of_a_pytorch_model_bin_directory(tmp_path, zip_format):
     """A directory holding only pytorch_model.bin (torch's zip format, memory-mapped, or the legacy one) reads
