@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from tying.checkpoints.checkpoint_files import stored_tensors
-from tying.checkpoints.layouts import LAYOUTS
+from tying.checkpoints.layouts import LAYOUTS, vocab_size
 from tying.checkpoints.lens_folder import read_lens_config
 from tying.errors import PipelineError
 from tying.plan import lens_budget
@@ -311,18 +311,12 @@ def _check_knn(config):
             source = "tokenizer.vocab_size"
         else:
             refs = [pair[r] for r in ("tied", "untied") if r in pair and is_local(pair[r])]
-            sizes = [_vocab_size(Path(ref["path"])) for ref in refs]
+            sizes = [vocab_size(json.loads((Path(ref["path"]) / "config.json").read_text())) for ref in refs]
             vocab = min((v for v in sizes if v), default=None)
             source = "its config.json's vocab_size"
         if vocab is not None and k >= vocab:
             raise PipelineError(f"analysis.knn_k: {k} neighbours of each token, but pair {name!r} has {vocab} tokens "
                                 f"({source}); give fewer")
-
-
-def _vocab_size(directory):
-    """vocab_size of a local model's config.json (its text_config's), else None."""
-    model_config = json.loads((directory / "config.json").read_text())
-    return model_config.get("vocab_size") or (model_config.get("text_config") or {}).get("vocab_size")
 
 
 def _targets(config):
