@@ -579,6 +579,15 @@ def test_the_check_along_training_allows_a_quarter_of_c3s_half_width_and_never_l
     assert certificate(end, end - 0.0049, 500, 375, half_width=float("nan"))[0] is True
 
 
+def test_lenses_the_pair_names_are_neither_checked_nor_given_a_reference():
+    from tying.plan.pairs import claims_lens_reference
+    end = pd.Series({0: 0.10, 1: 0.12})
+    passed, detail = certificate(end, end * np.nan, 0, 0, half_width=0.04)
+    assert passed and detail.startswith("given: the pair names its lenses")
+    pairs = {"trained": {}, "given": {"lens": {"tied": "/a", "untied": "/b"}}, "off": {"lens": False}}
+    assert [claims_lens_reference({"pairs": pairs}, p) for p in pairs] == [True, False, False]
+
+
 def test_without_a_reference_lens_the_certificate_is_the_check_along_training_and_says_so():
     metric, windows, _ = lens_frames()
     row = c3_row(metric, windows, None)[1]

@@ -71,12 +71,16 @@ def seed_window_interval(values, per_window):
 def certificate(end, check, steps, check_step, half_width, reference=None):
     """Whether C3's lenses are converged, and the detail that says why: (passed, text).
 
-    end, check: C3 by seed from the lenses at the end of their `steps` and at `check_step`;
+    end, check: C3 by seed from the lenses at the end of their `steps` (0: lenses the pair names, which pass
+    with that said) and at `check_step`;
     half_width: C3's interval half-width (NaN: none, the reference's C3 is then not checked);
     reference: None (the pair trains none: the along-training check alone), or {"seed", "steps",
     "reference_steps", "states": worst_state's {role: (layer, |change|, limit)}, "gap": reference C3,
     "budget_gap": the budget's C3 on that seed}.
     """
+    if steps == 0:
+        return True, ("given: the pair names its lenses (tuned-lens folders), not trained here, so neither check "
+                      "applies")
     moved, along_limit = (end - check).dropna(), gap_limit(half_width)
     along = bool((moved.abs() <= along_limit).all())
     parts = [f"along training ({check_step} -> {steps} steps), C3 change by seed "

@@ -319,8 +319,10 @@ def claims_lens(config, pair):
 
 def claims_lens_reference(config, pair):
     """True when C3's certificate trains the 4x reference lens on the pair's first seed (its `lens_reference`
-    flag, default true; only with the lens)."""
-    return claims_lens(config, pair) and config["pairs"][pair].get("lens_reference", True)
+    flag, default true; only with a lens the pipeline trains: a given one, `lens: {tied: DIR, untied: DIR}`, has
+    no budget to multiply)."""
+    lens = config["pairs"][pair].get("lens", True)
+    return lens is True and config["pairs"][pair].get("lens_reference", True)
 
 
 def scaling_cells(config):
