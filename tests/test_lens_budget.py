@@ -198,7 +198,7 @@ def test_the_default_builds_sweep_plans_one_job_a_run_and_the_table_and_figure(t
     result = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=config)
     assert result.returncode == 0, result.stderr
     jobs = planned_jobs(result)
-    assert jobs["lens_budget"] == 6 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
-    assert jobs["train"] == 6  # olmo tied and untied, seeds 0-2
+    assert jobs["lens_budget"] == 11 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
+    assert jobs["train"] == 8  # olmo tied and untied, seeds 0-3: seed 3 for the null pairs' seed offset
     refused = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=load())
     assert refused.returncode != 0 and "lens_budget: {comparisons: ...}" in refused.stderr
