@@ -209,6 +209,13 @@ def lens_inputs(pair, role, seed):
     return {"model": pair_models(config, pair, seed, full=True)[role], **lens_tokens(pair, role)}
 
 
+def given_lens(pair, role):
+    """The tuned-lens folder a pair names for a role (`lens: {tied: DIR, untied: DIR}`), scored in place of
+    training one; [] when it names none."""
+    lens = PAIRS[pair].get("lens")
+    return lens[role] if isinstance(lens, dict) and role in lens else []
+
+
 def lens_tokens(pair, role):
     """Train/validation token arrays for a pair's model: the pipeline's tokens for a trained run,
     the corpus in the model's own tokenizer for a hub or local model."""

@@ -69,7 +69,7 @@ rule hub_tokens:
 rule local_tokens:
     input:
         documents=corpus_shards(),
-        model=lambda w: f"/{w.dir}",
+        model=lambda w: os.path.join(os.sep, w.dir),
     output:
         train="results/local/tokens/{dir}/train.bin",
         val="results/local/tokens/{dir}/val.bin",

@@ -3,13 +3,6 @@
 LENS_RESOURCES = {"mem_mb": 8000, "runtime": 60, "gpu": 1 if config["lens"]["device"] == "cuda" else 0}
 
 
-def given_lens(pair, role):
-    """The tuned-lens folder a pair names for a role (`lens: {tied: DIR, untied: DIR}`), scored in place of
-    training one; [] when it names none."""
-    lens = PAIRS[pair].get("lens")
-    return lens[role] if isinstance(lens, dict) and role in lens else []
-
-
 rule lens:
     input:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
