@@ -35,8 +35,10 @@ def plot_c3_by_lens(table, path):
         left.axhline(value, color="grey", ls=":", lw=1, label=f"logit lens ({names[0]}): {value:+.2f}")
     left.axhline(paper.CLAIMS["C3"][1], color="black", ls="-.", lw=1, label=f"paper: {paper.CLAIMS['C3'][1]:+.2f}")
     left.axhline(0, color="black", lw=0.6)
-    for steps, _ in paper.LENS_BUDGETS.values():
-        left.axvline(steps, color="black", lw=0.5, alpha=0.3)
+    for who, (steps, _) in paper.LENS_BUDGETS.items():
+        left.axvline(steps, color="black", lw=0.6, alpha=0.4)
+        left.text(steps, 0.3, f" {who}", rotation=90, fontsize=5.5, alpha=0.7, va="bottom",
+                  transform=left.get_xaxis_transform())
     left.set(xscale="log", xlabel="lens steps (log)", ylabel="C3 (bits, tied minus untied)",
              title=f"(a) C3; dashed: null pairs ({', '.join(names[1:]) or 'none'})")
     left.legend(fontsize=6, loc="upper right")
