@@ -21,7 +21,8 @@ from tying.plan.recipes import clip_qkv, init_scheme
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
 # Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
-NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup"}
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup",
+                 "c7_dose"}
 # Targets a trained control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
 CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure", "claims_by_lookup"}
 
@@ -196,6 +197,10 @@ def _check_pairs(config):
             local = is_local(pairs[pair]["untied"])
             raise PipelineError(f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "
                                 f"-> {'directory' if local else 'revision'} of its untied model)")
+    dose = config.get("tables", {}).get("c7_dose")
+    if dose in pairs and not pairs[dose].get("scaled"):
+        raise PipelineError(f"tables.c7_dose: pair {dose!r} has no input-scaled variants (pairs.{dose}.scaled), "
+                            "so no dose but the tied run's")
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
