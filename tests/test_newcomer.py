@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from snakerun import ROOT, planned_jobs
+from tying.errors import PipelineError
 from tying.plan.config import layered, load, overlay
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
@@ -40,6 +41,15 @@ def test_a_config_file_with_one_key_plans_and_its_value_wins(tmp_path):
     result = run(tmp_path, "-n", "figures/fig1.pdf", "--configfile", "one.yaml")
     assert result.returncode == 0, result.stderr[-2000:]
     assert planned_jobs(result)["train"] == 2  # tied and untied of seed 0 alone: the overlay's seeds won
+
+
+def test_an_overlay_that_extends_another_is_laid_over_it_and_a_circle_is_one_line(tmp_path):
+    assert load("configs/large-batch.yaml") == load("configs/trained.yaml", "configs/large-batch.yaml")
+    assert load("configs/large-batch.yaml")["corpus"]["source"] == "docstrings"  # trained.yaml's, not config.yaml's
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\nseeds: [0]\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(PipelineError, match="extends itself"):
+        load(tmp_path / "a.yaml")
 
 
 def test_seeds_on_the_command_line_reach_every_pair_that_follows_them(tmp_path):

@@ -280,6 +280,11 @@ def claims_over_training_pairs():
 
 
 # --- Every claim at a glance (figures.smk) -------------------------------------------------------------
+def dose_runs(pair):
+    """(variant, seed) of each dose's run of `pair`: its tied variant and its scaled variants, every seed."""
+    return [(v, s) for v in scaled_variants(config, pair) for s in pair_seeds(config, pair)]
+
+
 def claims_figure_tables():
     """{row label: claims table} of figures/claims.pdf: this build's, then analysis.claims_beside's."""
     beside = config["analysis"]["claims_beside"]

@@ -191,11 +191,6 @@ rule claims_by_lookup:
 
 
 # C7 as a dose-response (tying.claims.dose): the pair's tied run and each input-scaled variant, one dose each.
-def dose_runs(pair):
-    """(variant, seed) of each dose's run of `pair`: its tied variant and its scaled variants, every seed."""
-    return [(v, s) for v in scaled_variants(config, pair) for s in pair_seeds(config, pair)]
-
-
 rule c7_dose:
     input:
         scaling=lambda w: per_seed(rules.scaling, table_pairs("c7_dose")),

@@ -404,18 +404,29 @@ def _without_nulls(value):
 
 def layered(default, configfiles=(), overrides=None, replace=False):
     """The config a run uses: `default` (config.yaml's path; skipped when `replace`), then each of
-    `configfiles` in order, then the `--config` `overrides` (a mapping), each laid over the last with `overlay`.
+    `configfiles` in order, then the `--config` `overrides` (a mapping), each laid over the last with `overlay`;
+    a file whose `extends` names another config file (relative to its own folder) has that one laid first.
     A file that is not a mapping raises PipelineError naming it."""
     config = {}
     for path in ([] if replace else [default]) + list(configfiles):
-        layer = yaml.safe_load(open(path)) or {}
-        if not isinstance(layer, dict):
-            raise PipelineError(f"{path}: a config file is a mapping of sections, not {type(layer).__name__}")
-        config = overlay(config, layer)
+        for layer in _file_layers(path):
+            config = overlay(config, layer)
     config = overlay(config, overrides or {})
     if "seeds" in (overrides or {}):
         _follow_seeds(config, _typed(overrides["seeds"]))
     return config
+
+
+def _file_layers(path, seen=()):
+    """The layers of one config file: those of the file its `extends` names, then its own (without `extends`)."""
+    path = Path(path).resolve()
+    if path in seen:
+        raise PipelineError(f"{path}: extends itself through {' -> '.join(p.name for p in seen)}")
+    layer = yaml.safe_load(open(path)) or {}
+    if not isinstance(layer, dict):
+        raise PipelineError(f"{path}: a config file is a mapping of sections, not {type(layer).__name__}")
+    base = layer.pop("extends", None)
+    return [*(_file_layers(path.parent / base, (*seen, path)) if base else []), layer]
 
 
 def _follow_seeds(config, seeds):
