@@ -83,10 +83,10 @@ def tiny_model(family, **overrides):
     return tf.AutoModelForCausalLM.from_config(config).eval().requires_grad_(False)
 
 
-def markov_tokens(n, seed):
+def markov_tokens(n, seed, vocab=V):
     """Each token has two likely successors, so a model's layers have structure to expose."""
     rng = np.random.default_rng(seed)
-    successors = np.random.default_rng(0).integers(0, V, size=(V, 2))
+    successors = np.random.default_rng(0).integers(0, vocab, size=(vocab, 2))
     out = np.zeros(n, dtype=np.uint16)
     pick = rng.random(n) < 0.8
     for i in range(1, n):

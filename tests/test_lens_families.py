@@ -8,6 +8,7 @@ import torch
 import transformers as tf
 
 from hubfixtures import VOCAB, tiny_tokenizer
+from test_lens import markov_tokens
 from tying.checkpoints.embedding_names import model_embedding_names
 from tying.checkpoints.embeddings import load_embeddings
 from tying.checkpoints.layouts import header_embedding_names
@@ -55,14 +56,6 @@ def save(model, path):
     model.save_pretrained(path)
     tiny_tokenizer().save_pretrained(path)
     return path
-
-
-def markov_tokens(n, seed):
-    rng, successors = np.random.default_rng(seed), np.random.default_rng(0).integers(0, VOCAB, size=(VOCAB, 2))
-    out, pick = np.zeros(n, dtype=np.uint16), rng.random(n) < 0.8
-    for i in range(1, n):
-        out[i] = successors[out[i - 1], 0 if pick[i] else 1]
-    return out
 
 
 @pytest.mark.parametrize("family, tied", CASES)
@@ -125,7 +118,7 @@ def test_state_L_readout_is_the_models_logits(family, tied):
 @pytest.mark.parametrize("family, tied", CASES)
 def test_lens_trains_and_scores_from_a_saved_directory(tmp_path, family, tied):
     model = frozen_model(save(build(family, tied), tmp_path))
-    train, val = markov_tokens(3_000, 1), markov_tokens(640, 2)
+    train, val = markov_tokens(3_000, 1, VOCAB), markov_tokens(640, 2, VOCAB)
     recipe = {"seq_len": SEQ, "batch_size": 8, "lr": 1.0, "optimizer": "sgd", "momentum": 0.9}
     frame = evaluate_lens(model, train_lens(model, train, steps=20, **recipe), val, seq_len=SEQ, batch_size=8)
     tuned, logit = (frame[frame["lens"] == name].set_index("layer")["kl_bits"] for name in ("tuned", "logit"))

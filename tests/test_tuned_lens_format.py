@@ -12,6 +12,7 @@ import transformers as tf
 import yaml
 
 from snakerun import ROOT, snakemake
+from test_lens import markov_tokens
 from tying.errors import PipelineError
 from tying.lens.fitting import train_lens
 from tying.lens.scoring import evaluate_lens
@@ -31,14 +32,6 @@ def olmo(seed=0, layers=2, hidden=D):
     config = tf.OlmoConfig(vocab_size=V, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
                            intermediate_size=64, max_position_embeddings=SEQ, initializer_range=0.3)
     return tf.AutoModelForCausalLM.from_config(config).eval().requires_grad_(False)
-
-
-def markov_tokens(n, seed):
-    rng, successors = np.random.default_rng(seed), np.random.default_rng(0).integers(0, V, size=(V, 2))
-    out, pick = np.zeros(n, dtype=np.uint16), rng.random(n) < 0.8
-    for i in range(1, n):
-        out[i] = successors[out[i - 1], 0 if pick[i] else 1]
-    return out
 
 
 CFG = {"seq_len": SEQ, "batch_size": 8, "eval_batches": None}

@@ -31,6 +31,7 @@ from tying.claims.statistics import calibrated_statistics
 from tying.claims.verdicts import claims_table, seed_table
 from tying.errors import PipelineError
 from tying.frames import at_step, only, pick, write_table
+from tying.tidy import read_frames
 
 VALUE_COLUMNS = ["pair", "claim", "seed", "token_id", "value", "chance"]
 TABLE_COLUMNS = ["pair", "claim", "stratum", "draws_low", "draws_high", "tokens", "ours", "interval", "chance",
@@ -80,6 +81,15 @@ def pairs_values(pairs, token_sets, alignment, knn, evolution_tokens=None, scali
                            scaled_variant=scaled_variant)
               for i, pair in enumerate(pairs) if pair in trained]
     return with_draws(pd.concat(values, ignore_index=True), token_sets)
+
+
+def job_values(inputs, params):
+    """A claims-by-stratum job's `pairs_values`: the metric frames among its `inputs` (alignment, knn,
+    evolution_tokens, scaling_tokens), its token sets, and its params' pairs, token-set ids, k and scaled variant."""
+    frames = {name: read_frames(inputs[name]) for name in ("alignment", "knn", "evolution_tokens", "scaling_tokens")
+              if name in inputs.keys()}
+    return pairs_values(params.pairs, read_token_sets(inputs.token_sets, params.token_sets), **frames, k=params.k,
+                        scaled_variant=params.scaled_variant)
 
 
 def read_token_sets(paths, ids):
