@@ -148,7 +148,7 @@ def test_nested_config_override_of_a_number_validates(tmp_path):
     # -1 reaches the schema as an integer: the error is the range, not "'-1' is not of type 'integer'".
     result = snakemake(tmp_path, "-n", "--config", "lens={steps: -1, lr: 0.5}", config=MICRO)
     assert result.returncode != 0
-    assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 0"
+    assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 1"
 
 
 def test_a_second_configfile_merges_over_the_first(tmp_path):
@@ -159,7 +159,7 @@ def test_a_second_configfile_merges_over_the_first(tmp_path):
            "--replace-workflow-config", "--configfile", str(tmp_path / "config.yaml"), str(tmp_path / "change.yaml")]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode != 0
-    assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 0"
+    assert result.stderr.splitlines()[-1] == "config error: lens.steps: -1 is less than the minimum of 1"
 
 
 def test_corpus_job_reads_the_hub_cache_with_hf_hub_offline(tmp_path):
