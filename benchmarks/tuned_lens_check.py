@@ -4,7 +4,7 @@ tuned-lens 0.2 is not a dependency: install it apart, without its dependencies, 
 
     .venv/bin/pip install --no-deps --target /tmp/tl tuned-lens==0.2.0 simple_parsing docstring_parser
     .venv/bin/python benchmarks/tuned_lens_check.py BUILD --package /tmp/tl [--runs olmo/tied/seed0 olmo/untied/seed0]
-        [--budgets 50 250] [--record [NOTE]]
+        [--budgets 50 250] [--folders] [--record [NOTE]]
 
 BUILD: a directory holding a build's results/checkpoints and results/tokens (the default build's). For each run and
 budget, two lenses train on the same windows (batch_size x seq_len tokens a step, drawn as train_lens draws them)
@@ -16,6 +16,9 @@ gradient's norm clipped at 1.0, step, zero_grad, scheduler step), in float32 rat
 Both are scored by window_kl on every validation window; the script prints each state's held-out KL under both and
 their largest difference. The package's dataset and model loading (hub names) and its torchdata pipeline are not
 used: `torchdata` is stubbed, and OLMo's final norm, which its model_surgery predates, is named for it.
+With --folders, the other direction too: the package loads each run's lens as the build wrote it in tuned-lens's
+format (`results/lens/main/{role}/seed{N}.tuned-lens`, `TunedLens.from_model_and_pretrained`) and scores it with
+its own forward, beside our reading of the same folder (`load_tuned_lens`, window_kl).
 """
 import argparse
 import sys
@@ -34,6 +37,7 @@ from tying.lens.fitting import train_lens
 from tying.lens.procedures import procedure_recipe
 from tying.lens.scoring import state_means, window_kl
 from tying.lens.translators import TunedLens
+from tying.lens.tuned_lens_format import load_tuned_lens
 from tying.lens.unembed import final_norm, token_windows
 from tying.runtime import configure
 from tying.train.models import frozen_model
@@ -85,12 +89,31 @@ def package_lens(model, tokens, cfg, steps, seed, classes):
     return ours.eval()
 
 
+@torch.no_grad()
+def package_folder_kl(model, folder, val, cfg, classes):
+    """Held-out KL (bits) per state 0..L-1 of the tuned-lens folder as the package loads and applies it, on the
+    windows window_kl scores."""
+    lens = classes[0].from_model_and_pretrained(model, folder)
+    seq_len, batches = cfg["seq_len"], cfg["eval_batches"]
+    ids = torch.from_numpy(np.asarray(val[: len(val) // seq_len * seq_len], dtype=np.int64)).view(-1, seq_len)
+    ids = ids if batches is None else ids[: batches * cfg["batch_size"]]
+    total = np.zeros(model.config.num_hidden_layers)
+    for batch in ids.split(cfg["batch_size"]):
+        out = model(input_ids=batch, output_hidden_states=True)
+        log_p = out.logits.float().log_softmax(-1)
+        for i, h in enumerate(out.hidden_states[:-1]):
+            log_q = lens(h, idx=i).float().log_softmax(-1)
+            total[i] += (log_p.exp() * (log_p - log_q)).sum(-1).mean(-1).sum().item()
+    return pd.Series(total / len(ids) / np.log(2))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build", type=Path)
     parser.add_argument("--package", type=Path, required=True, help="the folder tuned-lens 0.2 was installed into")
     parser.add_argument("--runs", nargs="+", default=["olmo/tied/seed0", "olmo/untied/seed0"])
     parser.add_argument("--budgets", nargs="+", type=int, default=[50, 250])
+    parser.add_argument("--folders", action="store_true", help="also: the package loads the build's lens folders")
     records.add_flag(parser)
     args = parser.parse_args()
     configure(1)
@@ -100,7 +123,7 @@ def main():
     tokens = args.build / "results" / "tokens"
     train, val = (load_ids(tokens / f"{split}.json", tokens / "meta.json") for split in ("train", "val"))
     scoring = {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg["eval_batches"]}
-    recorded = []
+    trained, loaded = [], []  # the largest |KL difference| of each trained lens pair, each folder read both ways
     for run in args.runs:
         model = frozen_model(args.build / "results" / "checkpoints" / run / f"step{build['train']['steps']}")
         seed = int(run.rsplit("seed", 1)[1])
@@ -112,12 +135,23 @@ def main():
             gap = (kl["ours"] - kl["tuned-lens 0.2"]).abs().max()
             print(f"\n{run}, {steps} steps: held-out KL (bits) by state\n{kl.round(5).to_string()}\n"
                   f"largest |difference| {gap:.2e} bits")
-            recorded.append((f"{run}, {steps} steps", [("largest |KL difference|, ours vs the package", float(f"{gap:.3g}"),
-                                                        "bits"), ("state 0 KL, ours", round(kl["ours"].iloc[0], 4), "bits")]))
+            trained.append(gap)
+        folder = args.build / "results" / "lens" / "main" / run.split("/")[1] / f"seed{seed}.tuned-lens"
+        if args.folders:
+            ours = state_means(window_kl(model, load_tuned_lens(folder, model), val, **scoring, logit=False))
+            kl = pd.DataFrame({"ours": ours.set_index("layer")["kl_bits"],
+                               "tuned-lens 0.2": package_folder_kl(model, folder, val, cfg, classes)}).dropna()
+            gap = (kl["ours"] - kl["tuned-lens 0.2"]).abs().max()
+            print(f"\n{folder}, loaded by both: held-out KL (bits) by state\n{kl.round(5).to_string()}\n"
+                  f"largest |difference| {gap:.2e} bits")
+            loaded.append(gap)
+    figures = [(f"largest |KL difference|, ours vs the package, {' and '.join(map(str, args.budgets))} steps",
+                float(f"{max(trained):.3g}"), "bits")]
+    figures += [("largest |KL difference|, the build's lens folders read by both", float(f"{max(loaded):.3g}"), "bits")
+                ] if loaded else []
+    print("\n" + "; ".join(f"{name}: {value:.3g} {unit}" for name, value, unit in figures))
     if args.record is not None:
-        peak = gemm_peak(1)[1]
-        for setting, figures in recorded:
-            records.append(figures, peak=peak, setting=setting, note=args.record)
+        records.append(figures, peak=gemm_peak(1)[1], setting=" and ".join(args.runs), note=args.record)
 
 
 if __name__ == "__main__":
