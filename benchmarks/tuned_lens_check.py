@@ -35,7 +35,7 @@ from train_bench import gemm_peak
 from tying.data.tokens import load_ids
 from tying.lens.fitting import train_lens
 from tying.lens.procedures import procedure_recipe
-from tying.lens.scoring import state_means, window_kl
+from tying.lens.scoring import scoring_args, state_means, window_kl
 from tying.lens.translators import TunedLens
 from tying.lens.tuned_lens_format import load_tuned_lens
 from tying.lens.unembed import final_norm, token_windows
@@ -122,7 +122,7 @@ def main():
     build = yaml.safe_load((ROOT / "config.yaml").read_text())
     tokens = args.build / "results" / "tokens"
     train, val = (load_ids(tokens / f"{split}.json", tokens / "meta.json") for split in ("train", "val"))
-    scoring = {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg["eval_batches"]}
+    scoring = scoring_args(cfg)
     trained, loaded = [], []  # the largest |KL difference| of each trained lens pair, each folder read both ways
     for run in args.runs:
         model = frozen_model(args.build / "results" / "checkpoints" / run / f"step{build['train']['steps']}")

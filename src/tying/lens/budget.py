@@ -13,7 +13,7 @@ import pandas as pd
 from tying.lens.floor import state0_floor
 from tying.lens.fitting import train_lens
 from tying.lens.procedures import procedure_recipe
-from tying.lens.scoring import state_means, window_kl
+from tying.lens.scoring import scoring_args, state_means, window_kl
 
 
 def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed):
@@ -23,7 +23,7 @@ def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed):
     Returns procedure, steps, tokens (steps x batch_size x seq_len: the tokens the lens trained on), layer,
     kl_bits, floor_bits (the state-0 floor, the same on every row).
     """
-    scoring = {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg.get("eval_batches")}
+    scoring = scoring_args(cfg)
     frames = []
     for name in procedures:
         for steps in [0] if name == "logit" else budgets:

@@ -2,7 +2,7 @@
 certifies C3 (tying.lens.certificate)."""
 from tying.data.tokens import load_ids
 from tying.lens.fitting import check_step, recipe, train_lens
-from tying.lens.scoring import convergence, early_states, state_means, window_kl
+from tying.lens.scoring import convergence, early_states, scoring_args, state_means, window_kl
 from tying.lens.translators import copy_lens
 from tying.lens.unembed import lens_placement
 from tying.train.models import frozen_model
@@ -32,7 +32,7 @@ def lens_job(model, train, val, cfg, *, seed):
     keep = lambda step, lens: kept.setdefault("lens", copy_lens(lens)) if step == check_at else None
     lens = train_lens(model, train, **recipe(cfg), seed=seed, on_step=keep)
     early = early_states(model.config.num_hidden_layers)
-    windows = window_kl(model, lens, val, **_scoring(cfg), more={"check": (kept.get("lens", lens), early)})
+    windows = window_kl(model, lens, val, **scoring_args(cfg), more={"check": (kept.get("lens", lens), early)})
     tuned, check = (windows[windows["lens"] == name].drop(columns="lens") for name in ("tuned", "check"))
     per_window = tuned.merge(check.rename(columns={"kl_bits": "kl_check_bits"}), on=["window", "layer"], how="left")
     frame = state_means(windows[windows["lens"] != "check"])
@@ -45,11 +45,6 @@ def reference_check(model, train, val, cfg, budget, *, seed):
     Returns `convergence`'s frame with steps and reference_steps."""
     steps = REFERENCE_FACTOR * cfg["steps"]
     lens = train_lens(model, train, **{**recipe(cfg), "steps": steps}, seed=seed)
-    reference = state_means(window_kl(model, lens, val, **_scoring(cfg), logit=False))
+    reference = state_means(window_kl(model, lens, val, **scoring_args(cfg), logit=False))
     return convergence(budget, reference).assign(steps=cfg["steps"], reference_steps=steps)
-
-
-def _scoring(cfg):
-    """evaluate_lens's window arguments from a `lens:` section (eval_batches null or absent: every window)."""
-    return {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg.get("eval_batches")}
 

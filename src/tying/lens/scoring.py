@@ -115,6 +115,11 @@ def window_kl(model, lens, tokens, *, seq_len, batch_size, batches=None, logit=T
     return pd.concat(frames, ignore_index=True)
 
 
+def scoring_args(cfg):
+    """window_kl's window arguments from a config's `lens:` section (eval_batches null or absent: every window)."""
+    return {"seq_len": cfg["seq_len"], "batch_size": cfg["batch_size"], "batches": cfg.get("eval_batches")}
+
+
 def window_starts(model, tokens, seq_len, batch_size, batches=None):
     """Starts of the held-out windows a lens is scored on: the consecutive non-overlapping seq_len windows of
     `tokens`, all of them or the first `batches` batches of batch_size (the tokens checked against the model)."""

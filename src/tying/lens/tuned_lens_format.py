@@ -20,7 +20,7 @@ import torch
 from tying.checkpoints.lens_folder import CONFIG, LENS_TYPE, PARAMS, read_lens_config
 from tying.errors import PipelineError
 from tying.io import atomic_path
-from tying.lens.scoring import state_means, window_kl
+from tying.lens.scoring import scoring_args, state_means, window_kl
 from tying.lens.translators import TunedLens, WhitenedLens
 
 
@@ -88,7 +88,6 @@ def given_lens_job(model, lens, val, cfg):
     """The lens job's (frame, windows) for a given lens, scored on the validation windows a trained one is
     (tying.lens.jobs.lens_job); nothing is trained, so there is no check along training: kl_check_bits is NaN,
     check_step and steps are 0."""
-    windows = window_kl(model, lens, val, seq_len=cfg["seq_len"], batch_size=cfg["batch_size"],
-                        batches=cfg.get("eval_batches"))
+    windows = window_kl(model, lens, val, **scoring_args(cfg))
     tuned = windows[windows["lens"] == "tuned"].drop(columns="lens").assign(kl_check_bits=float("nan"))
     return state_means(windows), tuned.reset_index(drop=True).assign(check_step=0, steps=0)
