@@ -1,5 +1,6 @@
-"""The same-architecture control (configs/control-olmo.yaml): a second untied OLMo run per seed with its own
-initialisation and the seed's batches, whose matrices take the tied role against the `main` untied run."""
+"""The same-architecture control (config.yaml's controls; configs/control-olmo.yaml sets the GPT-NeoX ones beside
+them): a second untied OLMo run per seed with its own initialisation and the seed's batches, whose matrices take
+the tied role against the `main` untied run."""
 import torch
 
 from snakerun import ROOT, snakemake
@@ -45,11 +46,15 @@ def test_an_offset_draws_another_start_and_no_offset_keeps_the_runs_fingerprint(
     assert offset.to_dict()["init_offset"] == 1 and offset.fingerprint() != plain.fingerprint()
 
 
-def test_the_default_config_trains_no_second_untied_run():
+def test_the_default_configs_controls_are_the_second_olmo_run_and_gpt_neox_trains_only_the_family_pair():
     default = load()
     check(default, SCHEMA)
-    assert "untied_b" not in default["variants"]
-    assert all(v != "untied_b" for _, v, _ in trained_runs(default, claims_pairs(default)))
+    for name in ("control", "control_output", "control_mixture"):
+        assert default["pairs"][name]["tied"] == {"arch": "olmo", "variant": "untied_b"}
+    assert mixture_pair(default, claims_pairs(default)) == "control_mixture"
+    runs = trained_runs(default, list(default["pairs"]))
+    assert [r for r in runs if r[0] == "gpt_neox"] == [("gpt_neox", "tied", 0), ("gpt_neox", "untied", 0)]
+    assert [r for r in runs if r[1] == "untied_b"] == [("olmo", "untied_b", s) for s in (0, 1, 2)]
 
 
 def test_a_dry_run_plans_the_second_runs_and_their_matrices(tmp_path):
