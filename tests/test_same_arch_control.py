@@ -6,7 +6,7 @@ import torch
 from snakerun import ROOT, snakemake
 from tying.plan.config import check, load, run_params
 from tying.plan.pairs import claims_pairs, mixture_pair, pair_models, token_set_runs, trained_runs
-from tying.train.loop import RunSpec
+from tying.plan.run_spec import RunSpec
 from tying.train.models import build_model, init_seed, model_config
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

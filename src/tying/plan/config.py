@@ -13,9 +13,12 @@ from tying.checkpoints.layouts import LAYOUTS, vocab_size
 from tying.checkpoints.lens_folder import read_lens_config
 from tying.errors import PipelineError
 from tying.plan import lens_budget
+from tying.plan.decay import weight_decay_for
+from tying.plan.grid import add_cells
 from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, trained,
                               unwritten_trajectories)
 from tying.plan.recipes import clip_qkv, init_scheme
+from tying.plan.run_spec import RunSpec
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
@@ -201,6 +204,11 @@ def _check_pairs(config):
     if dose in pairs and not pairs[dose].get("scaled"):
         raise PipelineError(f"tables.c7_dose: pair {dose!r} has no input-scaled variants (pairs.{dose}.scaled), "
                             "so no dose but the tied run's")
+    ceiling = config["analysis"]["ceiling_variant"]
+    if dose in pairs and config["variants"].get(ceiling, {}).get("tied", True):
+        raise PipelineError(f"analysis.ceiling_variant: {ceiling!r} is not an untied variant "
+                            f"({', '.join(v for v, spec in config['variants'].items() if not spec['tied']) or 'none'}); "
+                            "the C7 dose table divides C7a and C7b by a second untied run's cosines")
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
@@ -334,17 +342,22 @@ def _targets(config):
 
 def run_params(config, arch, variant):
     """Everything from the config that determines one training run's weights (RunSpec fields
-    but seed and vocabulary); as a rule's params, a change to any of them reruns the job."""
+    but seed and vocabulary, the weight decay resolved from train.total_decay where that is set); as a rule's
+    params, a change to any of them reruns the job."""
     train, var = config["train"], config["variants"][variant]
     runs = schedule(config, {"arch": arch, "variant": variant})
     keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
             "grad_accum", "dtype", "adam_eps")
     family, dims = config["architectures"][arch]["family"], model_dims(config, arch)
-    return {"family": family, **dims, "init": init_scheme(family, dims["init"]),
-            "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
-            "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
-            **({"init_offset": var["init_offset"]} if var.get("init_offset") else {}),  # absent: as before offsets
-            "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
+    run = {"family": family, **dims, "init": init_scheme(family, dims["init"]),
+           "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
+           "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
+           **({"init_offset": var["init_offset"]} if var.get("init_offset") else {}),  # absent: as before offsets
+           "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
+    if train.get("total_decay"):  # the weight decay whose total over this run's schedule is train.total_decay
+        unit = RunSpec.from_dict({**run, "seed": 0, "vocab_size": 0, "eos_id": 0})
+        run["weight_decay"] = weight_decay_for(unit, train["total_decay"])
+    return run
 
 
 def typed_overrides(config, overrides):
@@ -445,3 +458,20 @@ def load(*configfiles, default=None):
     root = Path(__file__).resolve().parents[3]
     return layered(default or root / "config.yaml", [root / f if not Path(f).is_absolute() else f
                                                      for f in configfiles])
+
+
+def prepared(*configfiles, overrides=None, launch_dir=None, replace=False):
+    """The config a build of this checkout runs, checked: config.yaml (none when `replace`), then each of
+    `configfiles` (relative to `launch_dir`, default this checkout), then the `--config` `overrides`, typed;
+    local paths made absolute against `launch_dir`; the schema's defaults filled in, the scaling grid's cells
+    added as pairs and every check passed (PipelineError otherwise)."""
+    root = Path(__file__).resolve().parents[3]
+    base = Path(launch_dir or root)
+    schema = root / "workflow" / "schemas" / "config.schema.yaml"
+    config = layered(root / "config.yaml", [base / f for f in configfiles], overrides, replace)
+    typed_overrides(config, overrides or {})
+    local_paths(config, str(base))
+    check_schema(config, schema)
+    add_cells(config)
+    check(config, schema)
+    return config
