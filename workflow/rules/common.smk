@@ -12,7 +12,7 @@ from tying.plan.memory import request_mb
 from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                               claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
                               downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
-                              initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir,
+                              initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir, pair_schedule,
                               pair_claims_metrics, pair_models, pair_seeds, pair_step, quality_runs, reference_name,
                               released_pairs, run_shape, scaled_models, scaled_variants, scaling_steps, schedule,
                               survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
