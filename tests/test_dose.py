@@ -135,7 +135,7 @@ def test_c7s_normalised_parts_are_its_moves_over_their_ceilings():
     assert table.loc["tied", "C7a_norm"] == "0 (reference)"
 
 
-def test_a_dose_is_compared_with_the_tied_run_at_its_own_margin():
+def test_a_dose_is_compared_with_the_tied_run_at_its_own_margin(tmp_path):
     """The tied run's margins -0.2 at step 500 and -0.6 at 1000: x2 ending at -0.5 matches the tied run three
     quarters of the way, step 875, where its cosines are 0.35 (+ 0.05 x seed) to both references; x2's own are
     0.402 and 0.38. x5, better than the tied run ever got, has no match."""
@@ -152,6 +152,8 @@ def test_a_dose_is_compared_with_the_tied_run_at_its_own_margin():
     assert math.isnan(table.loc["tied_x5", "C7a_equal_mean"]) and math.isnan(table.loc["tied_x5", "equal_step_mean"])
     assert table.loc["tied", "equal_step_mean"] == 1000
     assert supports(table.reset_index(), "_equal") == "not measured"
+    plot_c7_dose(table.reset_index(), tmp_path / "c7_dose.pdf")  # with the ceilings' and equal margin's panels
+    assert (tmp_path / "c7_dose.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_at_margin_interpolates_on_the_latest_bracketing_segment():
