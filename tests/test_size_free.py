@@ -1,13 +1,15 @@
-"""The regimes' size-free numbers (tying.plan.size_free): a planted config's against hand-computed values and the
-paper-regime cell's against the paper's."""
+"""The regimes' size-free numbers (tying.plan.size_free): a planted config's against hand-computed values, the
+paper-regime cell's against the paper's, and docs/methods.md's table against the package."""
 import math
+import re
 
 import pytest
 import yaml
 
+from snakerun import ROOT
 from tying.errors import PipelineError
 from tying.plan.config import prepared
-from tying.plan.size_free import size_free
+from tying.plan.size_free import COLUMNS, formatted, regime_rows, size_free
 
 PLANTED = {"workdir": "planted", "tokenizer": {"vocab_size": 256},
            "model": {"hidden_size": 16, "layers": 1, "heads": 2, "intermediate_size": 64, "seq_len": 8},
@@ -59,3 +61,22 @@ def test_the_paper_regime_cell_matches_the_papers_size_free_numbers():
     for key in ("relative_update", "update_budget", "total_decay", "no_gradient_level", "warmup_fraction"):
         assert cell[key] == pytest.approx(paper[key], rel=1e-3), key
     assert cell["tokens_per_step"] < paper["tokens_per_step"]  # the one number it leaves: configs/large-batch.yaml's
+def test_the_methods_pages_regime_table_is_the_packages(tmp_path):
+    """Every row of docs/methods.md's size-free table is what tying.plan.size_free computes for its config; the
+    passes are the tokens read over the corpus's training tokens shown beside them (a build's count)."""
+    text = (ROOT / "docs" / "methods.md").read_text()
+    header = "| " + " | ".join(COLUMNS.values()) + " |"
+    assert header in text, "docs/methods.md has no size-free table (python -m tying.plan.size_free)"
+    lines = text[text.index(header):].splitlines()
+    rows = [dict(zip(COLUMNS, (c.strip() for c in line.strip("|").split("|")))) for line in lines[2:]
+            if line.startswith("|")]
+    rows = rows[:next((i for i, r in enumerate(rows) if len(r) < len(COLUMNS)), len(rows))]
+    assert len(rows) >= 6
+    for shown, row in zip(rows, regime_rows([r["config"] for r in rows], launch_dir=ROOT, builds=tmp_path)):
+        corpus = shown["corpus_tokens"]
+        if corpus != "not built":
+            tokens = int(corpus.replace(",", ""))
+            row = {**row, "corpus_tokens": tokens, "passes": row["steps"] * row["tokens_per_step"] / tokens}
+        for key in COLUMNS:
+            assert shown[key] == formatted(key, row[key]), (shown["config"], key)
+    assert re.search(r"python -m tying\.plan\.size_free", text)
