@@ -56,12 +56,14 @@ def _cell_rows(cell, lens, sweeps, share, quality, certified):
     """One cell's rows: every lens at every state, with the state's residual share and the cell's margins."""
     name, layers = cell["cell"], cell["layers"]
     seeds = sorted(lens["seed"].unique())
+    if not seeds:
+        raise PipelineError(f"C3 by width: cell {name} has no lens metric")
+    if sweeps.empty:
+        raise PipelineError(f"C3 by width: cell {name} has no {PROCEDURE} sweep rows at step {cell['steps']}")
     sources = [("logit", "logit", 0, 0, lens[lens["lens"] == "logit"]),
                *[(f"{PROCEDURE} {steps}", PROCEDURE, steps, _one_tokens(name, steps, rows), rows)
                  for steps, rows in sweeps.groupby("steps")],
                (f"certified {certified[0]}", "certified", *certified, lens[lens["lens"] == "tuned"])]
-    if len(sources) == 2:
-        raise PipelineError(f"C3 by width: cell {name} has no {PROCEDURE} sweep rows at step {cell['steps']}")
     residual = _complete(name, "residual share", share, seeds, layers)
     residual = residual.groupby(["layer", "role"])[["norm_ratio", "cosine"]].mean().unstack("role")
     margins = at_step(quality)
