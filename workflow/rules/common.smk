@@ -20,6 +20,7 @@ from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups
 from tying.plan.pins import PIN_COMMAND, unpinned_references
 from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
 from tying.plan.lens_budget import comparisons as budget_comparisons
+from tying.plan.c3_by_width import FIGURE as WIDTH_FIGURE, TABLE as WIDTH_TABLE, width_cells, width_runs
 from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
 min_version("9.0")
@@ -229,6 +230,17 @@ def lens_tokens(pair, role):
 def lens_metrics(pair, output=None):
     """Per-seed lens metric files (or another of the lens rule's outputs) of both models of a pair."""
     return expand(output or rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
+
+
+# --- C3 by state against width (tables.smk; tying.plan.c3_by_width) -------------------------------------
+def width_table_inputs(wildcards):
+    """The C3-by-width table's inputs (if_built: a config without scaling.c3_by_width ends the run): the lens
+    cells' lens metrics, their runs' lens_budget sweeps, residual shares and quality metrics."""
+    cells = [c["cell"] for c in if_built(f"{WIDTH_TABLE}.csv", width_cells(config))]
+    return {"lens": [f for c in cells for f in lens_metrics(c)],
+            "sweeps": [sweep_path(*run) for run in width_runs(config)],
+            "share": [f for c in cells for f in lens_metrics(c, rules.residual_share.output[0])],
+            "quality": per_seed(rules.quality, cells)}
 
 
 # --- Corpus shards and the token join (corpus.smk, tokens.smk) --------------------------------------

@@ -74,6 +74,19 @@ rule c3_by_depth_figure:
         "../scripts/c3_by_depth_figure.py"
 
 
+rule c3_by_width_figure:
+    input:
+        lambda w: if_built(WIDTH_FIGURE, rules.c3_by_width_table.output.csv),
+    output:
+        report(WIDTH_FIGURE, caption="../report/c3_by_width.rst", category="Figures"),
+    log:
+        "logs/figures/c3_by_width.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_width_figure.py"
+
+
 # Every claim at a glance (tying.report.figures.claims_summary): claims_figure_tables in common.smk.
 rule claims_figure:
     input:

@@ -59,6 +59,29 @@ rule lens_convergence:
         "../scripts/lens_convergence.py"
 
 
+# The embedding's share of each state the lens reads (tying.lens.residual_share), on the lens's held-out windows;
+# C3 against width reads it (tying.plan.c3_by_width).
+rule residual_share:
+    input:
+        unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
+    output:
+        "results/metrics/residual_share/{pair}/{role}/seed{seed}.parquet",
+    params:
+        ids=rules.lens.params.ids,
+        lens={key: config["lens"][key] for key in ("device", "dtype", "seq_len", "batch_size", "eval_batches")},
+    log:
+        "logs/metrics/residual_share/{pair}/{role}/seed{seed}.log",
+    resources:
+        **LENS_RESOURCES,
+    threads: config["lens"]["threads"]
+    wildcard_constraints:
+        role="tied|untied",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/metric_residual_share.py"
+
+
 rule fig_lens:
     input:
         lambda w: lens_metrics(figure_pair(w.fig)),

@@ -297,6 +297,26 @@ rule c3_by_depth_table:
         "../scripts/c3_by_depth_table.py"
 
 
+# C3 by state against width (scaling.c3_by_width): each lens cell's logit and certified lens, tuned-lens's optimiser
+# at each lens_budget budget, the residual share and the models' margins (tying.claims.c3_by_width).
+rule c3_by_width_table:
+    input:
+        unpack(width_table_inputs),
+    output:
+        csv=report(f"{WIDTH_TABLE}.csv", caption="../report/table.rst", category="Tables"),
+        md=f"{WIDTH_TABLE}.md",
+    params:
+        cells=lambda w: width_cells(config),
+        certified=lambda w: (config["lens"]["steps"],
+                             config["lens"]["steps"] * config["lens"]["batch_size"] * config["lens"]["seq_len"]),
+    log:
+        "logs/tables/c3_by_width.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_width_table.py"
+
+
 # C3 against the lens's budget and procedure, the tying comparison beside the null pairs (tying.claims.lens_budget).
 rule c3_by_lens_table:
     input:

@@ -12,7 +12,7 @@ from tying.checkpoints.checkpoint_files import stored_tensors
 from tying.checkpoints.layouts import LAYOUTS, vocab_size
 from tying.checkpoints.lens_folder import read_lens_config
 from tying.errors import PipelineError
-from tying.plan import lens_budget
+from tying.plan import c3_by_width, lens_budget
 from tying.plan.decay import weight_decay_for
 from tying.plan.grid import add_cells
 from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, trained,
@@ -107,6 +107,7 @@ def check(config, schema_path):
     _check_knn(config)
     _check_survey(config)
     lens_budget.check(config)
+    c3_by_width.check(config)
     unwritten = unwritten_trajectories(config)
     if unwritten:
         raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.hub.revisions "
@@ -343,8 +344,10 @@ def _targets(config):
 def run_params(config, arch, variant):
     """Everything from the config that determines one training run's weights (RunSpec fields
     but seed and vocabulary, the weight decay resolved from train.total_decay where that is set); as a rule's
-    params, a change to any of them reruns the job."""
-    train, var = config["train"], config["variants"][variant]
+    params, a change to any of them reruns the job. train.lr is the architecture's own `train.lr` where it has
+    one (a scaling size's `lr`)."""
+    own, var = config["architectures"][arch].get("train", {}), config["variants"][variant]
+    train = {**config["train"], **({"lr": own["lr"]} if "lr" in own else {})}
     runs = schedule(config, {"arch": arch, "variant": variant})
     keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
             "grad_accum", "dtype", "adam_eps")
