@@ -20,12 +20,13 @@ only from there): 2L + 1 products of (tokens x d) by (d x V) a step, the bound b
 measures the step against.
 """
 import sys
+import time
 
 import numpy as np
 import torch
 
 from tying.errors import PipelineError
-from tying.lens.scoring import chunk_tokens
+from tying.lens.scoring import chunk_tokens, token_kl
 from tying.lens.translators import TunedLens, WhitenedLens, whitened_lens
 from tying.lens.unembed import Readout, check_tokens, product_dtype, stacked_states, token_windows
 
@@ -33,6 +34,7 @@ CHECK_FRACTION = 0.75  # the lens job's own convergence check: held-out C3 at th
 
 
 RESTART = 0.25  # the learning rate of the steps after the check, at their start, as a fraction of the peak
+LOG_EVERY = 50  # a progress line every this many steps, and at the last, as training prints its own
 
 
 def backward_lens(lens, readout, states, chunk_bytes=None):
@@ -104,6 +106,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
     rng, readout = np.random.default_rng(seed), Readout(model, product_dtype(train_dtype, model.device))
     print(f"lens: {steps} steps, their readout products in {str(readout.weight.dtype).removeprefix('torch.')}",
           file=sys.stderr, flush=True)
+    started = time.perf_counter()
     for step in range(1, steps + 1):
         starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
         states = stacked_states(model, token_windows(tokens, starts, seq_len, model.device))
@@ -113,9 +116,20 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
             torch.nn.utils.clip_grad_norm_(lens.parameters(), grad_clip, foreach=True)
         opt.step()
         scheduler.step()
+        if step % LOG_EVERY == 0 or step == steps:
+            progress(step, steps, started, lens, readout, states)
         if on_step is not None:
             on_step(step, lens)
     return lens.plain() if isinstance(lens, WhitenedLens) else lens.eval()
+
+
+def progress(step, steps, started, lens, readout, states):
+    """The lens's progress line on stderr (the job's log): the step, the mean KL over states 0..L-1 of this
+    step's batch under the lens as it now is, and the time left at the pace so far."""
+    kl = float(token_kl([(lens, None)], readout, states, logit=False)[0][0].mean())
+    left = (time.perf_counter() - started) / step * (steps - step)
+    print(f"lens: step {step}/{steps} KL {kl:.4f} bits (this batch, mean over states) | "
+          f"left {time.strftime('%H:%M:%S', time.gmtime(left))}", file=sys.stderr, flush=True)
 
 
 def check_step(steps):
