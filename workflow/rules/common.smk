@@ -12,7 +12,7 @@ from tying.plan.memory import request_mb
 from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                               claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
                               downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
-                              initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir,
+                              initial_models, lens_tokens_source, local_tokenizers, mixture_pair, model_dims, model_dir,
                               pair_claims_metrics, pair_models, pair_seeds, pair_step, quality_runs, reference_name,
                               released_pairs, run_shape, scaled_models, scaled_variants, scaling_steps, schedule,
                               survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
@@ -33,9 +33,12 @@ typed_overrides(config, workflow.config_settings.config)  # --config "lens={step
 try:
     check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before add_cells reads it
     add_cells(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.plan.grid)
-    check(config, workflow.source_path("../schemas/config.schema.yaml"))
+    CHECKED = check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
     sys.exit(f"config error: {err}")
+if workflow.is_main_process:  # what the check found worth saying (the tokens a local pair shares), once a run
+    for line in CHECKED:
+        print(line, file=sys.stderr)
 if unpinned_references(config):  # a branch moves: the same config would fetch other weights later
     print(f"warning: hub references not pinned to a commit ({', '.join(unpinned_references(config))}); "
           f"pin them: {PIN_COMMAND}", file=sys.stderr)
@@ -91,8 +94,9 @@ def token_set(pair, seed):
 
 
 def metric_models(w):
-    """A per-pair metric job's models by role and, for a trained pair, its token set."""
-    return pair_models(config, w.pair, int(w.seed)) | token_set(w.pair, w.seed)
+    """A per-pair metric job's models by role, a local model's tokenizer folder where it names one
+    ({role}_tokenizer) and, for a trained pair, its token set."""
+    return pair_models(config, w.pair, int(w.seed)) | local_tokenizers(config, w.pair) | token_set(w.pair, w.seed)
 
 
 def metric_ids(w):

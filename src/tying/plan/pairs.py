@@ -33,6 +33,18 @@ def is_local(ref):
     return "path" in ref
 
 
+def tokenizer_dir(ref):
+    """The folder holding a local model's tokenizer: its `tokenizer` key's, else its own directory."""
+    return ref.get("tokenizer", ref["path"])
+
+
+def local_tokenizers(config, pair, roles=ROLES):
+    """{role}_tokenizer: the folder of each of `roles` of the pair that is a local model naming a tokenizer
+    folder of its own (`tokenizer:`), as a metric job's extra inputs (load_embeddings' `tokenizer`); {} otherwise."""
+    p = config["pairs"][pair]
+    return {f"{role}_tokenizer": p[role]["tokenizer"] for role in roles if "tokenizer" in p.get(role, {})}
+
+
 def trained(config, pair):
     """True when `pair`'s untied model is a run the pipeline trains (its metrics have seeds, a token
     set, training logs); False for a released pair (one pair of models)."""
@@ -271,10 +283,11 @@ def drawn_steps(config, steps):
 def lens_tokens_source(config, pair, role):
     """Where a lens of a pair's model reads its token arrays: None for a trained run (the pipeline's
     tokens), else the corpus in the model's own tokenizer: {repo, revision} of a hub model, {dir} of a local
-    one (its absolute path without the leading /, the wildcard of results/local/tokens/{dir})."""
+    one (its tokenizer's folder, tokenizer_dir, absolute without the leading /: the wildcard of
+    results/local/tokens/{dir})."""
     ref = config["pairs"][pair][role]
     if is_local(ref):
-        return {"dir": ref["path"].lstrip("/")}
+        return {"dir": tokenizer_dir(ref).lstrip("/")}
     return None if is_trained(ref) else {"repo": ref["hub"], "revision": revision(ref)}
 
 
