@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 import torch
 
-from hubfixtures import _olmo, tiny_tokenizer
+from hubfixtures import SMALL, _olmo, _seeded, tiny_tokenizer, use_hub_cache, word_tokenizer
+from transformers import OlmoConfig, OlmoForCausalLM
 from snakerun import ROOT, snakemake
 from test_paper_mode import fake_paper_config
 from tying.checkpoints.embeddings import load_embeddings
+from tying.data.tokenizer import pretrained
 from tying.errors import PipelineError
 from tying.metrics.knn_overlap import knn_frame
 from tying.plan.config import check, local_paths
@@ -141,6 +143,71 @@ def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models,
                                 "names its checkpoints' directories)")
 
 
+def bare_copy(model_dir, directory):
+    """`model_dir`'s config and weights in `directory`, without its tokenizer."""
+    directory.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (directory / name).write_bytes((model_dir / name).read_bytes())
+    return directory
+
+
+def test_a_local_model_without_its_tokenizer_ends_at_the_check_naming_the_folder(models, corpus, tmp_path):
+    bare = bare_copy(models["untied"], tmp_path / "untied")
+    with pytest.raises(PipelineError) as error:
+        check(local_config(corpus, models, untied=bare), SCHEMA)
+    assert str(error.value) == (f"pairs.mine.untied.path: {bare} holds no tokenizer.json, the model's tokenizer (save "
+                                "the model's tokenizer there with tokenizer.save_pretrained(DIR), or name a folder "
+                                "holding one with tokenizer: DIR beside path)")
+    (bare / "vocab.json").write_text("{}")
+    with pytest.raises(PipelineError, match=r"holds no tokenizer.json, the model's tokenizer \(only vocab.json: "
+                                            r"AutoTokenizer.from_pretrained\(DIR\).save_pretrained\(DIR\) writes it\)$"):
+        check(local_config(corpus, models, untied=bare), SCHEMA)
+    config = local_config(corpus, models, untied=bare)
+    config["pairs"]["mine"]["untied"]["tokenizer"] = str(tmp_path)  # a folder that holds no tokenizer either
+    with pytest.raises(PipelineError, match=rf"^pairs.mine.untied.tokenizer: {tmp_path} holds no tokenizer.json"):
+        check(config, SCHEMA)
+    config["pairs"]["mine"]["untied"]["tokenizer"] = str(models["untied"])  # one that does
+    check(config, SCHEMA)
+    config["pairs"]["mine"]["evolution"][0] = str(bare_copy(models["untied-step0"], tmp_path / "step0"))
+    check(config, SCHEMA)  # the untied model's checkpoints read its tokenizer folder too
+
+
+def test_tokenizer_errors_say_where_the_tokenizer_was_looked_for_and_keep_the_cause(tmp_path, monkeypatch):
+    use_hub_cache(monkeypatch, tmp_path / "empty-cache")
+    with pytest.raises(PipelineError) as error:
+        pretrained(str(tmp_path))
+    assert str(error.value).startswith(f"cannot load the tokenizer in the local folder {tmp_path}: ")
+    assert "from the hub" not in str(error.value) and len(str(error.value).split(": ", 2)[2]) > 10  # the cause said
+    with pytest.raises(PipelineError) as error:
+        pretrained("no-org/no-model")
+    assert str(error.value).startswith("cannot load the tokenizer 'no-org/no-model' from the hub: OSError: ")
+
+
+def test_the_check_counts_the_token_strings_a_pair_shares_and_refuses_too_few(models, corpus, tmp_path):
+    padded = tmp_path / "padded"  # the same tokenizer, 96 rows
+    save_model(_seeded(OlmoForCausalLM, OlmoConfig(**{**SMALL, "vocab_size": 96}, hidden_size=32,
+                                                   intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                   tie_word_embeddings=False), 1), padded)
+    assert check(local_config(corpus, models, untied=padded), SCHEMA) == [
+        "pair 'mine': its models share 64 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 96 rows); "
+        "every table of the pair compares them on those"]
+    other = tmp_path / "other"  # '[UNK]', t1 ... t19 in common, then strings of its own
+    _olmo(1).save_pretrained(other)
+    word_tokenizer(["[UNK]", *(f"t{i}" for i in range(1, 20)), *(f"u{i}" for i in range(20, 64))]).save_pretrained(other)
+    message = ("pairs.mine: its models share 20 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 rows), "
+               "fewer than the {} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
+    with pytest.raises(PipelineError) as error:
+        check(local_config(corpus, models, untied=other), SCHEMA)
+    assert str(error.value) == message.format(50)
+    config = local_config(corpus, models, untied=other)
+    config["analysis"] |= {"min_shared_tokens": 20, "knn_k": 19}
+    assert check(copy.deepcopy(config), SCHEMA)[0].startswith("pair 'mine': its models share 20 token strings")
+    config["analysis"]["knn_k"] = 20  # never fewer than knn_k + 1
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == message.format(21)
+
+
 def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
     config = local_config(corpus, models)
     config["analysis"]["knn_k"] = 64
@@ -189,10 +256,15 @@ def local_run(models, corpus, tmp_path_factory):
     """The miniature built offline on the local pair, its untied model named relative to the run directory."""
     workdir = tmp_path_factory.mktemp("local-run")
     os.symlink(models["untied"], workdir / "untied")
-    config = local_config(corpus, models, untied="untied")
+    tokenizer = workdir / "tied-tokenizer"  # the tied model's tokenizer in a folder of its own (`tokenizer:`)
+    tiny_tokenizer().save_pretrained(tokenizer)
+    config = local_config(corpus, models, untied="untied", tied=bare_copy(models["tied"], workdir / "tied"))
+    config["pairs"]["mine"]["tied"]["tokenizer"] = str(tokenizer)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(workdir / "empty-cache")}
     result = snakemake(workdir, "all", config=config, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
+    shared = "pair 'mine': its models share 64 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 rows)"
+    assert result.stderr.count(shared) == 1  # said once, by the snakemake that plans
     return workdir
 
 
