@@ -13,12 +13,17 @@ from hubfixtures import SMALL, _olmo, _seeded, tiny_tokenizer, use_hub_cache, wo
 from transformers import OlmoConfig, OlmoForCausalLM
 from snakerun import ROOT, snakemake
 from test_paper_mode import fake_paper_config
+from safetensors.torch import save_file
 from tying.checkpoints.embeddings import load_embeddings
+from tying.checkpoints.unembedding_hash import matrix_hash, stored_unembedding_hashes
 from tying.data.tokenizer import pretrained
 from tying.errors import PipelineError
+from tying.lens.translators import TunedLens
+from tying.lens.tuned_lens_format import save_tuned_lens, unembed_hash
 from tying.metrics.knn_overlap import knn_frame
 from tying.plan.config import check, local_paths
 from tying.plan.pairs import evolution_models, pair_models
+from tying.train.models import frozen_model
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 # name -> (build(seed) -> model, seed): a tied OLMo, and two checkpoints of an untied one
@@ -206,6 +211,36 @@ def test_the_check_counts_the_token_strings_a_pair_shares_and_refuses_too_few(mo
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
     assert str(error.value) == message.format(21)
+
+
+@pytest.mark.parametrize("rows, dtype", [(20, torch.float32), (1000, torch.bfloat16), (64, torch.float16)])
+def test_the_stored_unembedding_hash_is_tuned_lenss_hash_of_the_loaded_matrix(tmp_path, rows, dtype):
+    """From the file's corner rows alone: a matrix numpy prints whole (20 x 32) and ones it prints as corners, in
+    float32, bfloat16 and float16 files, as a model loaded in each dtype holds them."""
+    generator = torch.Generator().manual_seed(rows)
+    head, embed = (torch.randn(rows, 32, generator=generator).mul(4).to(dtype) for _ in range(2))
+    save_file({"model.embed_tokens.weight": embed, "lm_head.weight": head}, tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": rows}))
+    hashes = stored_unembedding_hashes(tmp_path, tied=False)
+    for loaded in (torch.float32, torch.bfloat16, torch.float16):
+        assert hashes[str(loaded).removeprefix("torch.")] == matrix_hash(head.to(loaded).float().numpy())
+    assert stored_unembedding_hashes(tmp_path, tied=True)["float32"] == matrix_hash(embed.float().numpy())
+    assert hashes["float32"] != matrix_hash(embed.float().numpy())
+
+
+def test_a_lens_for_another_model_of_the_same_shape_ends_at_the_check(models, corpus, tmp_path):
+    for role in ("tied", "untied"):
+        model = frozen_model(models[role])
+        save_tuned_lens(TunedLens(2, 32), model, tmp_path / role, base_model=str(models[role]))
+        assert unembed_hash(model) == stored_unembedding_hashes(models[role], tied=role == "tied")["float32"]
+    config = local_config(corpus, models)
+    config["pairs"]["mine"]["lens"] = {"tied": str(tmp_path / "tied"), "untied": str(tmp_path / "untied")}
+    check(copy.deepcopy(config), SCHEMA)
+    config["pairs"]["mine"]["lens"]["tied"] = str(tmp_path / "untied")  # the untied model's lens: 32 wide, 2 layers
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == (f"pairs.mine.lens.tied: {tmp_path / 'untied'} is a lens for another model's "
+                                f"unembedding (its unembed_hash is not that of {models['tied']}'s output matrix)")
 
 
 def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):

@@ -3,8 +3,6 @@ alone (no torch, no transformers), so the config check reads it before any job (
 embedding reader reads the same (tying.checkpoints.embeddings)."""
 from pathlib import Path
 
-from tokenizers import Tokenizer
-
 from tying.errors import PipelineError
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -13,6 +11,8 @@ SLOW_FILES = ("vocab.json", "merges.txt", "tokenizer.model", "vocab.txt", "spiec
 
 def read_tokens(tokenizer_json):
     """Token strings by id, (V,) tuple, V = 1 + the largest id (added tokens included)."""
+    from tokenizers import Tokenizer  # here: planning a DAG without local models imports none of it
+
     path = Path(tokenizer_json)
     if not path.is_file():
         raise PipelineError(f"missing tokenizer: {path}")

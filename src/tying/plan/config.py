@@ -13,6 +13,7 @@ from tying.checkpoints.checkpoint_files import stored_tensors
 from tying.checkpoints.layouts import LAYOUTS, vocab_size
 from tying.checkpoints.lens_folder import read_lens_config
 from tying.checkpoints.tokenizer_files import folder_tokens
+from tying.checkpoints.unembedding_hash import stored_unembedding_hashes
 from tying.errors import PipelineError
 from tying.plan import lens_budget
 from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, tokenizer_dir,
@@ -291,8 +292,9 @@ def _check_shared_tokens(config, local):
 
 def _check_given_lens(config, name, pair):
     """A pair's given lenses (`lens: {role: DIR}`): tuned-lens folders as wide and deep as their model, where the
-    config can know it (a trained run's architecture, a local model's config.json; a hub model's, and every
-    unembedding hash, the lens job checks)."""
+    config can know it (a trained run's architecture, a local model's config.json; a hub model's the lens job
+    checks), and made for a local model's very unembedding where the lens states its hash (the hash of the
+    stored output matrix under any dtype the model may have been loaded in; the lens job checks the rest)."""
     for role, path in pair["lens"].items():
         where = f"pairs.{name}.lens.{role}"
         if role not in pair:
@@ -315,6 +317,11 @@ def _check_given_lens(config, name, pair):
             raise PipelineError(f"{where}: {path} is a lens for d_model {lens['d_model']} and "
                                 f"{lens['num_hidden_layers']} layers; the {role} model has d_model {model[0]} and "
                                 f"{model[1]} layers")
+        if is_local(ref) and lens.get("unembed_hash"):
+            hashes = stored_unembedding_hashes(ref["path"], tied=role == "tied" and "control" not in pair)
+            if hashes and lens["unembed_hash"] not in hashes.values():
+                raise PipelineError(f"{where}: {path} is a lens for another model's unembedding (its unembed_hash "
+                                    f"is not that of {ref['path']}'s output matrix)")
 
 
 def _model_config(where, directory):
