@@ -50,16 +50,18 @@ def backward_lens(lens, readout, states, chunk_bytes=None):
     """
     n, n_tokens = len(states) - 1, states.shape[1]
     z = readout.norm(lens.translate(states[:n]).to(states.dtype))  # (n, N, d), with autograd
-    step = chunk_tokens(n + 1, readout.weight, chunk_bytes)
+    step = chunk_tokens(n + 1 + n * (readout.softcap is not None), readout.weight, chunk_bytes)
     with torch.no_grad():
         target, free = readout.norm(states[n]), z.detach()
         grad = torch.empty_like(free)
         for lo in range(0, n_tokens, step):
             rows = torch.cat([free[:, lo : lo + step], target[None, lo : lo + step]])  # (n + 1, c, d)
             q = readout.logits(rows.reshape(-1, rows.shape[-1]))  # one product, ((n + 1) c, V)
+            slope = readout.cap_slope(q.view(n + 1, -1, q.shape[-1])[:n])  # a soft cap's, before q is overwritten
             torch.softmax(q, -1, out=q)
             q = q.view(n + 1, -1, q.shape[-1])
-            grad[:, lo : lo + step] = readout.state_gradient(q[:n].sub_(q[n]))
+            diff = q[:n].sub_(q[n])
+            grad[:, lo : lo + step] = readout.state_gradient(diff if slope is None else diff.mul_(slope))
         grad.div_(n_tokens)
     z.backward(grad)
 
