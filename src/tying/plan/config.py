@@ -16,8 +16,8 @@ from tying.checkpoints.tokenizer_files import folder_tokens
 from tying.checkpoints.unembedding_hash import stored_unembedding_hashes
 from tying.errors import PipelineError
 from tying.plan import lens_budget
-from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, tokenizer_dir,
-                              trained, unwritten_trajectories)
+from tying.plan.pairs import (claims_pairs, is_local, is_trained, local_pair, model_dims, pair_schedule, schedule,
+                              tokenizer_dir, trained, unwritten_trajectories)
 from tying.plan.recipes import clip_qkv, init_scheme
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
@@ -226,7 +226,8 @@ def _check_pairs(config):
         if target in NEEDS_TIED and "tied" not in pairs[pair]:
             raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
         further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
-        if (target in NEEDS_EVOLUTION and not further_claims and not trained(config, pair)
+        local_claims = target == "claims" and local_pair(config, pair)  # without checkpoints: C4 not testable here
+        if (target in NEEDS_EVOLUTION and not further_claims and not local_claims and not trained(config, pair)
                 and "evolution" not in pairs[pair]):
             local = is_local(pairs[pair]["untied"])
             raise PipelineError(f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "

@@ -51,6 +51,24 @@ def trained(config, pair):
     return is_trained(config["pairs"][pair]["untied"])
 
 
+def local_pair(config, pair):
+    """True when both of a pair's models are local directories ({path}): the pipeline can run them, so its claims
+    get an LM row (the rule local_quality), but it has neither their training data nor their training run."""
+    p = config["pairs"][pair]
+    return all(role in p and is_local(p[role]) for role in ROLES)
+
+
+def released_models(config, pair):
+    """A released pair's models as a figure title names them, "tied vs untied": a hub model's repository, a local
+    directory's name; None for a trained pair (its title names its step)."""
+    if trained(config, pair):
+        return None
+    p = config["pairs"][pair]
+    name = {role: p[role]["path"].rstrip("/").rsplit("/", 1)[-1] if is_local(p[role]) else p[role]["hub"]
+            for role in ROLES if role in p}
+    return " vs ".join(name[role] for role in ROLES if role in name)
+
+
 def released_pairs(config, pairs):
     """The pairs among `pairs` whose untied model is a released model (hub or local)."""
     return [p for p in pairs if not trained(config, p)]
@@ -317,8 +335,12 @@ def claims_sources(config):
 
 def pair_claims_metrics(config, pair):
     """The per-seed metrics a pair's claims read: every claim's for a trained pair, the first three for
-    a released one (no training-time metrics); `scaling` (C7) only when the pair has the variant
+    a released one (no training-time metrics), a local pair's evolution only where it names its checkpoints,
+    and its models' quality (local_pair); `scaling` (C7) only when the pair has the variant
     analysis.scaled_variant names."""
+    if local_pair(config, pair):
+        return [m for m in RELEASED_CLAIMS_METRICS if m != "evolution" or "evolution" in config["pairs"][pair]] + \
+            ["quality"]
     if not trained(config, pair):
         return list(RELEASED_CLAIMS_METRICS)
     scaled = config["analysis"]["scaled_variant"] in config["pairs"][pair].get("scaled", [])
