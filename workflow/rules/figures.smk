@@ -9,6 +9,7 @@ rule fig1:
         report("figures/fig1.pdf", caption="../report/fig1.rst", category="Figures"),
     params:
         pair=lambda w: figure_pair("fig1"),
+        models=lambda w: released_models(config, figure_pair("fig1")),  # the title's, in place of a step
     log:
         "logs/figures/fig1.log",
     group:
