@@ -22,7 +22,7 @@ from tying.lens.translators import TunedLens
 from tying.lens.tuned_lens_format import save_tuned_lens, unembed_hash
 from tying.metrics.knn_overlap import knn_frame
 from tying.plan.config import check, local_paths
-from tying.plan.pairs import evolution_models, pair_models
+from tying.plan.pairs import evolution_models, pair_claims_metrics, pair_models
 from tying.train.models import frozen_model
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -136,10 +136,14 @@ def test_an_evolution_directory_is_checked_like_a_model(models, corpus):
 def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models, corpus):
     config = local_config(corpus, models)
     del config["pairs"]["mine"]["evolution"]
+    check(copy.deepcopy(config), SCHEMA)  # its claims table says C4 is not testable here (test_claims_report)
+    assert pair_claims_metrics(config, "mine") == ["alignment", "knn", "quality"]
+    config["figures"]["fig3"] = "mine"
     with pytest.raises(PipelineError) as error:
         check(copy.deepcopy(config), SCHEMA)
-    assert str(error.value) == ("tables.claims: local pair 'mine' has no evolution (training step -> directory of "
+    assert str(error.value) == ("figures.fig3: local pair 'mine' has no evolution (training step -> directory of "
                                 "its untied model)")
+    del config["figures"]["fig3"]
     config["pairs"]["mine"]["trajectory"] = [{"tokens_b": 1, "tied": "a", "untied": "b", "tied_tokens_b": 1,
                                               "untied_tokens_b": 1}]
     with pytest.raises(PipelineError) as error:
@@ -317,7 +321,38 @@ def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offli
     assert len(merged) == len(expected) > 0 and (merged["n_tokens"] == 64).all()
     assert (merged["overlap"] == merged["overlap_expected"]).all()
     claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
-    assert list(claims.index) == ["C1", "C2", "C3", "C4"] and "commits" not in claims.columns
+    assert list(claims.index) == ["LM", "C1", "C2", "C3", "C4", "C5", "C5p", "C6a", "C6b", "C6c", "C7a", "C7b"]
+    assert "commits" not in claims.columns
+
+
+def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_what_they_cannot_measure(local_run,
+                                                                                                      models):
+    """The LM row: each model's loss on the lens's validation windows of the corpus in its own tokenizer (written
+    out here from its own logits) against the corpus's bigram table; random tiny models do not beat it, so the
+    claims that need a language model are not testable here, and those that need the training say so."""
+    quality = pd.read_parquet(local_run / "results/metrics/local_quality/mine/seed0.parquet").set_index("role")
+    tokens = local_run / "results/local/tokens" / str(local_run / "untied").lstrip("/")
+    meta = json.loads((tokens / "meta.json").read_text())
+    val = torch.from_numpy(np.fromfile(tokens / "val.bin", dtype=meta["dtype"]).astype(np.int64))
+    windows = (len(val) - 1) // 16  # lens: seq_len 16, batch_size 2, eval_batches 2: the first 4 windows
+    x, y = (val[i:i + min(4, windows) * 16].reshape(-1, 16) for i in (0, 1))
+    with torch.no_grad():
+        logits = OlmoForCausalLM.from_pretrained(models["untied"]).eval()(input_ids=x).logits
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
+    assert quality.loc["untied", "val_loss"] == pytest.approx(loss, rel=1e-5)
+    assert (quality["margin"] == quality["val_loss"] - quality["bigram_loss"]).all()
+    assert (quality["variant"] == "local").all() and (quality["step"] == 0).all()
+    claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
+    assert claims.loc["LM", "mean"] == pytest.approx(quality["margin"].max()) and claims.loc["LM", "mean"] > 0
+    assert claims.loc["LM", "verdict"] == "direction only (one pair of models)"
+    for cid in ("C1", "C2", "C4"):
+        assert claims.loc[cid, "verdict"] == "not testable here"
+        assert claims.loc[cid, "testable"].startswith("no: language model: LM ")
+    assert claims.loc["C5", "testable"] == ("no: no training run here: the tied model's gradient over its first "
+                                            "steps is the training's")
+    assert claims.loc["C6b", "verdict"] == "not testable here" and claims.loc["C6b", "testable"].startswith(
+        "no: no training data here")
+    assert claims.loc["C7a", "needs"] == "models beyond the bigram table (LM holds)"
 
 
 def test_the_lens_of_a_local_model_reads_the_corpus_in_its_own_tokenizer(local_run):
