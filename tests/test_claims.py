@@ -278,7 +278,8 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
                         " | no_gradient_level | criterion | verdict | detail |")
     assert md[full + 3].startswith("| main | C3 | ") and md[full + 3].endswith(" | holds |  |")
     back = read_claims(tmp_path / "claims.md")  # the full table, as a table of record is read
-    assert back.columns.tolist() == md[full].strip("| ").split(" | ") and back["ours"].tolist() == table["ours"].tolist()
+    assert back.columns.tolist() == md[full].strip("| ").split(" | ")
+    assert back["ours"].tolist() == table["ours"].tolist()
 
 
 def test_paper_scale_compares_in_sample_values_with_the_paper():

@@ -138,12 +138,14 @@ def test_a_lens_without_steps_and_more_neighbours_than_tokens_end_at_the_check(t
     check(config, SCHEMA)
 
 
+SHAPES = "(keys: {arch, variant}, {path, tokenizer} or {hub, revision})"
+
+
 @pytest.mark.parametrize("reference,message", [
-    ({"paht": "models/untied"}, "unknown key 'paht' (keys: {arch, variant}, {path} or {hub, revision})"),
-    ({"hub": "org/model", "revison": "abc"}, "unknown key 'revison' (keys: {arch, variant}, {path} or {hub, revision})"),
-    ({"path": "models/untied", "revision": "abc"}, "'revision' is not a key of {path} (keys: {arch, variant}, {path} "
-                                                   "or {hub, revision})"),
-    ({"arch": "olmo"}, "{arch} is incomplete (keys: {arch, variant}, {path} or {hub, revision})"),
+    ({"paht": "models/untied"}, f"unknown key 'paht' {SHAPES}"),
+    ({"hub": "org/model", "revison": "abc"}, f"unknown key 'revison' {SHAPES}"),
+    ({"path": "models/untied", "revision": "abc"}, f"'revision' is not a key of {{path, tokenizer}} {SHAPES}"),
+    ({"arch": "olmo"}, f"{{arch}} is incomplete {SHAPES}"),
 ])
 def test_a_misspelt_key_in_a_model_reference_is_named_and_only_what_the_user_wrote_is_shown(reference, message):
     config = copy.deepcopy(MICRO)

@@ -389,7 +389,8 @@ def test_lens_training_prints_its_step_its_batchs_kl_and_the_time_left(capsys, m
     """Every LOG_EVERY steps and at the last, a line with the step, the KL of that step's batch under the lens as
     it then is (the last one: the returned lens on the last batch drawn) and the time left."""
     monkeypatch.setattr(fitting, "LOG_EVERY", 2)
-    cfg, model = {**recipe(tiny_recipe()), "steps": 5, "train_dtype": "float32"}, tiny_model("olmo", initializer_range=0.3)
+    cfg = {**recipe(tiny_recipe()), "steps": 5, "train_dtype": "float32"}
+    model = tiny_model("olmo", initializer_range=0.3)
     tokens = markov_tokens(4_000, 1)
     lens = train_lens(model, tokens, **cfg, seed=3)
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lens: step")]

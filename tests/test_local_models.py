@@ -169,7 +169,8 @@ def test_a_local_model_without_its_tokenizer_ends_at_the_check_naming_the_folder
                                 "holding one with tokenizer: DIR beside path)")
     (bare / "vocab.json").write_text("{}")
     with pytest.raises(PipelineError, match=r"holds no tokenizer.json, the model's tokenizer \(only vocab.json: "
-                                            r"AutoTokenizer.from_pretrained\(DIR\).save_pretrained\(DIR\) writes it\)$"):
+                                            r"AutoTokenizer.from_pretrained\(DIR\).save_pretrained\(DIR\) "
+                                            r"writes it\)$"):
         check(local_config(corpus, models, untied=bare), SCHEMA)
     config = local_config(corpus, models, untied=bare)
     config["pairs"]["mine"]["untied"]["tokenizer"] = str(tmp_path)  # a folder that holds no tokenizer either
@@ -202,9 +203,10 @@ def test_the_check_counts_the_token_strings_a_pair_shares_and_refuses_too_few(mo
         "every table of the pair compares them on those"]
     other = tmp_path / "other"  # '[UNK]', t1 ... t19 in common, then strings of its own
     _olmo(1).save_pretrained(other)
-    word_tokenizer(["[UNK]", *(f"t{i}" for i in range(1, 20)), *(f"u{i}" for i in range(20, 64))]).save_pretrained(other)
-    message = ("pairs.mine: its models share 20 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 rows), "
-               "fewer than the {} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
+    words = ["[UNK]", *(f"t{i}" for i in range(1, 20)), *(f"u{i}" for i in range(20, 64))]
+    word_tokenizer(words).save_pretrained(other)
+    message = ("pairs.mine: its models share 20 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 "
+               "rows), fewer than the {} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
     with pytest.raises(PipelineError) as error:
         check(local_config(corpus, models, untied=other), SCHEMA)
     assert str(error.value) == message.format(50)

@@ -12,11 +12,12 @@ from tying.plan.memory import request_mb
 from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                               claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
                               downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
-                              initial_models, lens_tokens_source, local_pair, local_tokenizers, mixture_pair, model_dims,
-                              model_dir, pair_claims_metrics, pair_models, pair_seeds, pair_step, quality_runs,
-                              reference_name, released_models, released_pairs, run_shape, scaled_models, scaled_variants,
-                              scaling_steps, schedule, survey_comparison, survey_pairs, token_plan, token_set_runs,
-                              trained, trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
+                              initial_models, lens_tokens_source, local_pair, local_tokenizers, mixture_pair,
+                              model_dims, model_dir, pair_claims_metrics, pair_models, pair_seeds, pair_step,
+                              quality_runs, reference_name, released_models, released_pairs, run_shape, scaled_models,
+                              scaled_variants, scaling_steps, schedule, survey_comparison, survey_pairs, token_plan,
+                              token_set_runs, trained, trained_control_dir, trajectory_models, trajectory_points,
+                              trajectory_variants)
 from tying.plan.pins import PIN_COMMAND, unpinned_references
 from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
 from tying.plan.lens_budget import comparisons as budget_comparisons

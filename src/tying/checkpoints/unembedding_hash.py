@@ -46,7 +46,8 @@ def stored_unembedding_hashes(model_dir, tied):
     if name is None or entries[name][2]["dtype"] not in READ:
         return {}
     corners = _corners(*entries[name])
-    return {dtype: _printed_hash(round_to(corners, dtype), shapes[name]) for dtype in ("float32", "bfloat16", "float16")}
+    return {dtype: _printed_hash(round_to(corners, dtype), shapes[name])
+            for dtype in ("float32", "bfloat16", "float16")}
 
 
 def _corners(path, data_start, entry):
@@ -63,7 +64,8 @@ def _corners(path, data_start, entry):
             f.seek(data_start + entry["data_offsets"][0] + row * width)
             data.append(np.frombuffer(f.read(width), dtype=dtype))
     matrix = np.stack(data)
-    matrix = (matrix.astype(np.uint32) << 16).view(np.float32) if entry["dtype"] == "BF16" else matrix.astype(np.float32)
+    bfloat16 = entry["dtype"] == "BF16"  # its bits are a float32's upper half
+    matrix = (matrix.astype(np.uint32) << 16).view(np.float32) if bfloat16 else matrix.astype(np.float32)
     if rows * cols > SUMMARY and cols > 2 * EDGE:
         matrix = matrix[:, [*range(EDGE + 1), *range(cols - EDGE, cols)]]
     return matrix

@@ -130,9 +130,10 @@ def with_unmeasured(table, pair):
     """`table` with a row for each claim of UNMEASURED it has none for `pair` (a local pair): verdict "not testable
     here", testable "no: " and the reason, what it needs; the pair's rows then in CLAIMS order."""
     missing = [cid for cid in UNMEASURED if cid not in set(table.loc[table["pair"] == pair, "claim"])]
-    rows = pd.DataFrame([{"pair": pair, "claim": cid, "description": CLAIMS[cid].description, "paper": CLAIMS[cid].paper,
-                          "ours": "", "criterion": CLAIMS[cid].criterion, "verdict": "not testable here", "detail": "",
-                          "paper_value": CLAIMS[cid].paper_value, "token_set": ALL_TOKENS, "needs": needs_text(cid),
+    rows = pd.DataFrame([{"pair": pair, "claim": cid, "description": CLAIMS[cid].description,
+                          "paper": CLAIMS[cid].paper, "ours": "", "criterion": CLAIMS[cid].criterion,
+                          "verdict": "not testable here", "detail": "", "paper_value": CLAIMS[cid].paper_value,
+                          "token_set": ALL_TOKENS, "needs": needs_text(cid),
                           "testable": "no: " + UNMEASURED[cid].replace("<pair>", pair)} for cid in missing])
     table = pd.concat([table, rows], ignore_index=True)
     rank = {cid: i for i, cid in enumerate(CLAIMS)}
