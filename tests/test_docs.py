@@ -207,7 +207,9 @@ def test_the_your_models_page_plans_as_written(tmp_path, monkeypatch):
         assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
         jobs = planned_jobs(result)
         assert jobs["local_tokens"] == jobs["lens"] == 2 and "hub_embeddings" not in jobs
-        assert jobs.get("evolution", 0) == (1 if "claims" in overlay["tables"] else 0)
+        claims = "claims" in overlay["tables"]
+        assert jobs.get("evolution", 0) == jobs.get("local_quality", 0) == (1 if claims else 0)
+        assert result.stderr.count("pair 'mine': its models share 64 token strings") == 1  # as the page shows
 
 
 def test_every_documented_command_plans(tmp_path, monkeypatch):

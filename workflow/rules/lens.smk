@@ -82,6 +82,27 @@ rule residual_share:
         "../scripts/metric_residual_share.py"
 
 
+# A local pair's LM row: each model's validation loss on the corpus in its own tokenizer, beside the unigram and
+# bigram tables of the training split in that tokenizer (tying.metrics.local_quality), on the lens's windows.
+rule local_quality:
+    input:
+        unpack(lambda w: local_quality_inputs(w.pair)),
+    output:
+        "results/metrics/local_quality/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        lens=config["lens"],
+    log:
+        "logs/metrics/local_quality/{pair}/seed{seed}.log",
+    resources:
+        **LENS_RESOURCES,
+    threads: config["lens"]["threads"]
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/local_quality.py"
+
+
 rule fig_lens:
     input:
         lambda w: lens_metrics(figure_pair(w.fig)),

@@ -52,7 +52,8 @@ RUN_PATHS = (
 )
 NAME = "[A-Za-z0-9_]+"  # the schema's pattern for the names a config gives
 WILDCARDS = {
-    "metric": "alignment|knn|scaling|scaling_tokens|evolution|evolution_tokens|grad_flow|norm_freq|quality|trajectory",
+    "metric": "alignment|knn|scaling|scaling_tokens|evolution|evolution_tokens|grad_flow|norm_freq|quality|"
+              "local_quality|trajectory",
     "downstream": "perplexity|lm_eval", "pair": NAME, "arch": NAME, "variant": NAME, "seed": r"\d+",
     "step": r"\d+", "role": "tied|untied", "matrix": "input|output|mixture",
 }
