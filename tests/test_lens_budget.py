@@ -13,7 +13,7 @@ from tying.claims.lens_budget import c3_by_lens, states_by_lens
 from tying.errors import PipelineError
 from tying.lens.budget import budget_sweep
 from tying.lens.fitting import backward_lens, train_lens
-from tying.lens.floor import state0_floor
+from tying.lens.floor import readout_floor, state0_floor, state0_floors, token_means
 from tying.lens.procedures import procedure_recipe
 from tying.lens.scoring import evaluate_lens
 from tying.lens.translators import TunedLens
@@ -115,12 +115,68 @@ def test_a_model_whose_output_depends_on_the_current_token_alone_has_its_lens_kl
     assert state0_floor(model, val, seq_len=SEQ, batch_size=8, batches=2) == pytest.approx(state0, abs=1e-6)
 
 
-def test_no_lens_at_state_0_beats_the_floor():
+def test_no_lens_at_state_0_beats_the_floor_and_the_readouts_floor_above_it():
     model, train, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(20_000, 1), markov_tokens(2_000, 2)
     sweep = budget_sweep(model, train, val, lens_cfg(), ["logit", "certified"], [60], seed=0)
     state0 = sweep[sweep["layer"] == 0].set_index("procedure")
-    floor = state0["floor_bits"].iloc[0]
-    assert 0 < floor < state0.loc["certified", "kl_bits"] < state0.loc["logit", "kl_bits"]
+    floor, readout = state0["floor_bits"].iloc[0], state0["readout_floor_bits"].iloc[0]
+    assert 0 < floor < floor + readout < state0.loc["certified", "kl_bits"] < state0.loc["logit", "kl_bits"]
+    assert readout > 0.01  # this readout cannot express every token's mean output
+
+
+# --- The readout floor: planted readouts whose optimum is known --------------------------------------------
+def planted_readout(weight, norm=None):
+    """A Readout of a given unembedding (V, d), no bias, and final norm (None: none)."""
+    readout = Readout.__new__(Readout)
+    readout.norm, readout.weight, readout.bias = norm or torch.nn.Identity(), torch.tensor(weight), None
+    return readout
+
+
+def bits(p, q):
+    return sum(a * math.log(a / b) for a, b in zip(p, q)) / math.log(2)
+
+
+def test_a_readout_that_reaches_every_mean_output_has_a_readout_floor_of_zero():
+    """An identity unembedding and no norm: z = log pbar_v reads out pbar_v itself."""
+    pbar = torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]], dtype=torch.float64)
+    floor = readout_floor(planted_readout([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]]), pbar, torch.ones(2).double())
+    assert floor == pytest.approx(0, abs=1e-6)
+
+
+def test_the_readout_floor_of_a_one_dimensional_readout_is_its_hand_computed_optimum_weighted_by_token_counts():
+    """Logits (z, 0, -z): q = (y, 1, 1/y) / (y + 1 + 1/y) with y = e^z. For pbar = (0.6, 0.3, 0.1) the KL's
+    derivative vanishes where (y - 1/y) / (y + 1 + 1/y) = 0.6 - 0.1, y^2 - y - 3 = 0; the search starts at the
+    least-squares z = ln(0.6 / 0.1) / 2 = 0.896, not the optimum ln y = 0.834. pbar = (1/3, 1/3, 1/3) is
+    reached at z = 0. Counts 1 and 3 weight them."""
+    y = (1 + math.sqrt(13)) / 2
+    target = (0.6, 0.3, 0.1)
+    optimum = bits(target, [v / (y + 1 + 1 / y) for v in (y, 1, 1 / y)])
+    pbar = torch.tensor([target, [1 / 3] * 3], dtype=torch.float64)
+    floor = readout_floor(planted_readout([[1.0], [0.0], [-1.0]]), pbar, torch.tensor([1.0, 3.0]).double())
+    assert floor == pytest.approx(optimum / 4, abs=1e-6)
+    assert optimum > 0.004  # not reachable: (0.6, 0.3, 0.1) is no (y, 1, 1/y)
+
+
+def test_the_readout_floor_reads_through_the_final_norm():
+    """An RMS norm without weights puts the readout's input on the circle |u| = sqrt(2): the logits' difference
+    u1 - u2 is at most 2, so pbar = (0.99, 0.01), which needs ln 99 = 4.6, is best read as (sigmoid 2, 1 - sigmoid 2);
+    without the norm it would be reached exactly."""
+    best = 1 / (1 + math.exp(-2))
+    pbar = torch.tensor([[0.99, 0.01]], dtype=torch.float64)
+    norm = torch.nn.RMSNorm(2, eps=1e-12, elementwise_affine=False)
+    floor = readout_floor(planted_readout([[1.0, 0], [0, 1.0]], norm), pbar, torch.ones(1).double())
+    assert floor == pytest.approx(bits((0.99, 0.01), (best, 1 - best)), abs=1e-6)
+    no_norm = readout_floor(planted_readout([[1.0, 0], [0, 1.0]]), pbar, torch.ones(1).double())
+    assert no_norm == pytest.approx(0, abs=1e-6)
+
+
+def test_the_floors_of_a_model_are_its_token_means_and_the_readouts_search_on_them():
+    model, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(2_000, 2)
+    pbar, counts, floor = token_means(model, val, seq_len=SEQ, batch_size=8, batches=2)
+    assert counts.sum() == 2 * 8 * SEQ and torch.allclose(pbar.sum(-1), torch.ones(len(pbar)).double())
+    floors = state0_floors(model, Readout(model), val, seq_len=SEQ, batch_size=8, batches=2)
+    searched = readout_floor(Readout(model), pbar, counts)
+    assert floors == pytest.approx({"floor_bits": floor, "readout_floor_bits": searched})
 
 
 # --- The table -----------------------------------------------------------------------------------------------

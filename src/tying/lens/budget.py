@@ -2,18 +2,19 @@
 
 Each (procedure, steps) is its own lens, trained from the zero start with the same seed (the same windows in
 the same order), since a procedure's schedule depends on its budget; every lens is scored on the held-out
-windows the lens job scores (`tying.lens.scoring.window_kl`). The state-0 floor (`tying.lens.floor`) rides
-along as a column.
+windows the lens job scores (`tying.lens.scoring.window_kl`). The state-0 floors (`tying.lens.floor`) ride
+along as columns.
 """
 import sys
 import time
 
 import pandas as pd
 
-from tying.lens.floor import state0_floor
+from tying.lens.floor import state0_floors
 from tying.lens.fitting import train_lens
 from tying.lens.procedures import procedure_recipe
 from tying.lens.scoring import scoring_args, state_means, window_kl
+from tying.lens.unembed import Readout
 
 
 def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed):
@@ -21,7 +22,7 @@ def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed):
 
     cfg: the config's `lens:` section (windows, the certified recipe, scoring); budgets: optimiser steps.
     Returns procedure, steps, tokens (steps x batch_size x seq_len: the tokens the lens trained on), layer,
-    kl_bits, floor_bits (the state-0 floor, the same on every row).
+    kl_bits, floor_bits and readout_floor_bits (the state-0 floors, the same on every row).
     """
     scoring = scoring_args(cfg)
     frames = []
@@ -34,6 +35,6 @@ def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed):
                                                           tokens=steps * cfg["batch_size"] * cfg["seq_len"]))
             print(f"lens budget: {name} {steps} steps, state 0 {kl['kl_bits'].iloc[0]:.4f} bits "
                   f"({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
-    floor = state0_floor(model, val, **scoring)
-    return pd.concat(frames, ignore_index=True).assign(floor_bits=floor)[
-        ["procedure", "steps", "tokens", "layer", "kl_bits", "floor_bits"]]
+    floors = state0_floors(model, Readout(model), val, **scoring)
+    return pd.concat(frames, ignore_index=True).assign(**floors)[
+        ["procedure", "steps", "tokens", "layer", "kl_bits", "floor_bits", "readout_floor_bits"]]
