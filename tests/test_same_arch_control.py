@@ -3,9 +3,10 @@ them): a second untied OLMo run per seed with its own initialisation and the see
 the tied role against the `main` untied run."""
 import torch
 
-from snakerun import ROOT, snakemake
+from snakerun import ROOT, planned_jobs, snakemake
 from tying.plan.config import check, load, run_params
-from tying.plan.pairs import claims_pairs, mixture_pair, pair_models, token_set_runs, trained_runs
+from tying.plan.pairs import (claims_pairs, matched_null, matched_null_seeds, mixture_pair, pair_models, token_set_runs,
+                              trained_runs)
 from tying.train.loop import RunSpec
 from tying.train.models import build_model, init_seed, model_config
 
@@ -57,6 +58,21 @@ def test_the_default_configs_controls_are_the_second_olmo_run_and_gpt_neox_train
     assert [r for r in runs if r[1] == "untied_b"] == [("olmo", "untied_b", s) for s in (0, 1, 2)]
 
 
+def test_the_claims_pairs_matched_null_is_the_controls_second_untied_run_on_the_seeds_it_has(tmp_path):
+    default = load()
+    check(default, SCHEMA)
+    assert matched_null(default, "main") == {"arch": "olmo", "variant": "untied_b"}
+    assert matched_null_seeds(default, "main") == [0, 1, 2]  # main has seeds 0-3, the controls 0-2
+    assert matched_null(default, "family") is None  # no control of the GPT-NeoX untied run
+    given = {**default, "pairs": {**default["pairs"], "main": {**default["pairs"]["main"], "lens": False}}}
+    assert matched_null(given, "main") is None and matched_null_seeds(given, "main") == []
+    result = snakemake(tmp_path, "-n", "results/tables/claims.md", config=load())
+    assert result.returncode == 0, result.stderr
+    for seed in (0, 1, 2):  # the matched null's lens, read by C3's and C3s0's detail
+        assert f"results/metrics/lens/main/null/seed{seed}.parquet" in result.stdout
+    assert planned_jobs(result)["lens_null"] == 3 and "results/metrics/lens/main/null/seed3" not in result.stdout
+
+
 def test_a_dry_run_plans_the_second_runs_and_their_matrices(tmp_path):
     config = {k: v for k, v in load("configs/control-olmo.yaml").items() if k != "workdir"}
     result = snakemake(tmp_path, "-n", "results/tables/claims.md", config=config)
@@ -66,3 +82,4 @@ def test_a_dry_run_plans_the_second_runs_and_their_matrices(tmp_path):
         for matrix in ("input", "output", "mixture"):
             assert f"results/controls/olmo/untied_b/seed{seed}/step1000/{matrix}" in result.stdout
     assert "results/checkpoints/olmo/untied_b/seed3/" not in result.stdout  # the controls' 3 seeds only
+    assert "lens_null" not in planned_jobs(result)  # main's lens is left out here
