@@ -1,9 +1,15 @@
 """The same-architecture control (config.yaml's controls; configs/control-olmo.yaml sets the GPT-NeoX ones beside
 them): a second untied OLMo run per seed with its own initialisation and the seed's batches, whose matrices take
 the tied role against the `main` untied run."""
+import pytest
 import torch
 
+from conftest import markov_tokens, word_tokenizer
+from safetensors.torch import load_file
 from snakerun import ROOT, planned_jobs, snakemake
+from tying.data.batches import train_batch
+from tying.errors import PipelineError
+from tying.train import loop
 from tying.plan.config import check, load, run_params
 from tying.plan.pairs import (claims_pairs, matched_null, matched_null_seeds, mixture_pair, pair_models, token_set_runs,
                               trained_runs)
@@ -83,3 +89,40 @@ def test_a_dry_run_plans_the_second_runs_and_their_matrices(tmp_path):
             assert f"results/controls/olmo/untied_b/seed{seed}/step1000/{matrix}" in result.stdout
     assert "results/checkpoints/olmo/untied_b/seed3/" not in result.stdout  # the controls' 3 seeds only
     assert "lens_null" not in planned_jobs(result)  # main's lens is left out here
+
+
+def test_a_data_offset_trains_the_seeds_start_on_another_seeds_batches_and_no_offset_keeps_the_fingerprint(
+        tmp_path, monkeypatch):
+    """data_offset, init_offset's mirror (lens_budget's data-order null): the start of seed s, the batches of seed
+    s + offset; a run without one keeps its fingerprint, and no pair may name such a variant."""
+    fields = {**run_params(CONFIG, "olmo", "untied"), "seed": 3, "vocab_size": 50, "eos_id": 0}
+    plain = RunSpec.from_dict(fields)
+    assert "data_offset" not in plain.to_dict() and RunSpec.from_dict(plain.to_dict()) == plain
+    offset = RunSpec.from_dict({**fields, "data_offset": 1})
+    assert offset.to_dict()["data_offset"] == 1 and offset.fingerprint() != plain.fingerprint()
+    default = load()
+    check(default, SCHEMA)
+    first, data = run_params(default, "olmo", "untied"), run_params(default, "olmo", "untied_d")
+    assert {k for k in first.keys() | data.keys() if first.get(k) != data.get(k)} == {"data_offset"}
+    seen = []
+
+    def spy(ids, step, seed, *rest):
+        seen.append(seed)
+        return train_batch(ids, step, seed, *rest)
+    monkeypatch.setattr(loop, "train_batch", spy)
+    ids, tokenizer = markov_tokens(3_000, 64, seed=1), word_tokenizer(64)
+    small = dict(family="olmo", vocab_size=64, eos_id=0, hidden_size=16, layers=1, heads=2, intermediate_size=32,
+                 seq_len=16, tied=False, input_grad_scale=1.0, seed=2, steps=2, batch_size=2, lr=1e-2, warmup=1,
+                 min_lr_ratio=0.1, weight_decay=0.1, grad_clip=1.0, checkpoints=(0, 2), eval_batches=1)
+    for name, extra in (("plain", {}), ("data", {"data_offset": 1})):
+        root = tmp_path / name
+        loop.train(RunSpec(**small, **extra), ids[:2_500], ids[2_500:], tokenizer, root / "work",
+                   checkpoint_dirs={s: root / f"step{s}" for s in (0, 2)}, log_path=root / "log.parquet",
+                   provenance_path=root / "provenance.parquet", log_every=100)
+    assert seen == [2, 2, 3, 3]  # the plain run's batches are seed 2's, the offset run's seed 3's
+    start = [load_file(tmp_path / name / "step0" / "model.safetensors") for name in ("plain", "data")]
+    assert all(torch.equal(start[0][k], start[1][k]) for k in start[0])  # the same initialisation
+    bad = load()
+    bad["pairs"]["main"]["untied"] = {"arch": "olmo", "variant": "untied_d"}
+    with pytest.raises(PipelineError, match="pairs.main.untied.variant: 'untied_d' trains on another seed's batches"):
+        check(bad, SCHEMA)

@@ -60,6 +60,7 @@ class RunSpec:
     clip_qkv: float | None = None
     adam_eps: float = 1e-8
     init_offset: int = 0  # another initialisation for the same seed and batches (tying.train.models.init_seed)
+    data_offset: int = 0  # the batches of seed + data_offset, the initialisation of the seed (its mirror)
 
     @classmethod
     def from_dict(cls, fields):
@@ -68,8 +69,9 @@ class RunSpec:
 
     def to_dict(self):
         fields = dataclasses.asdict(self)
-        if not fields["init_offset"]:  # a run without an offset keeps the fingerprint it had before offsets
-            del fields["init_offset"]
+        for offset in ("init_offset", "data_offset"):  # a run without one keeps the fingerprint it had before it
+            if not fields[offset]:
+                del fields[offset]
         return fields
 
     def fingerprint(self):
@@ -175,7 +177,8 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
 
     progress = Progress(name, spec, log_every, start)
     for step in range(start + 1, (spec.steps if until is None else until) + 1):
-        x, y = group.shard(train_batch(train_ids, step, spec.seed, spec.batch_size, spec.seq_len))
+        batch = train_batch(train_ids, step, spec.seed + spec.data_offset, spec.batch_size, spec.seq_len)
+        x, y = group.shard(batch)
         tap.reset()
         loss = 0.0
         for i, (xm, ym) in enumerate(zip(x.chunk(spec.grad_accum), y.chunk(spec.grad_accum))):
