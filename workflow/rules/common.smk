@@ -20,7 +20,7 @@ from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups
 from tying.plan.pairs import matched_null, matched_null_seeds
 from tying.plan.pins import PIN_COMMAND, unpinned_references
 from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
-from tying.plan.lens_budget import comparisons as budget_comparisons
+from tying.plan.lens_budget import comparisons as budget_comparisons, described as budget_described
 from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
 min_version("9.0")

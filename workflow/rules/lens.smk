@@ -116,6 +116,8 @@ rule lens_budget:
         lens=config["lens"],
         procedures=config["lens_budget"]["procedures"],
         steps=config["lens_budget"]["steps"],
+        # only when set: a sweep without it keeps its recorded params
+        **({"batch_sizes": config["lens_budget"]["batch_sizes"]} if "batch_sizes" in config["lens_budget"] else {}),
     log:
         "logs/lens_budget/{arch}/{variant}/seed{seed}/step{step}.log",
     resources:
