@@ -235,11 +235,11 @@ def test_the_gap_at_every_state_is_the_hand_computed_per_seed_gap_beside_the_pap
     row = by_state.loc[("tying", "tuned_lens", 8, 100, 0)]
     assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx(mean_ci([0.4, 0.45, 0.5]))
     assert row["n_seeds"] == 3 and row["fraction"] == 0 and row["layers"] == 2
-    assert row["paper_state_bits"] == row["paper_fraction_bits"] == pytest.approx(8.86 - 7.01)
+    assert row["paper_same_state_bits"] == row["paper_same_fraction_bits"] == pytest.approx(8.86 - 7.01)
     one = by_state.loc[("tying", "tuned_lens", 8, 100, 1)]
     assert one["mean"] == pytest.approx(0) and one["fraction"] == 0.5
-    assert one["paper_state_bits"] == pytest.approx(9.61 - 6.64)
-    assert one["paper_fraction_bits"] == pytest.approx(3.30 - 3.11)
+    assert one["paper_same_state_bits"] == pytest.approx(9.61 - 6.64)
+    assert one["paper_same_fraction_bits"] == pytest.approx(3.30 - 3.11)
     assert paper.fig2_gap_at(1 / 3) == pytest.approx((4.06 - 3.74) + (3.61 - 3.52 - (4.06 - 3.74)) / 3)  # 5.33 of 16
     assert by_state.loc[("tied_seeds", "logit", 8, 0, 0), "mean"] == pytest.approx(-0.1)
 

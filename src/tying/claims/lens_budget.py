@@ -71,8 +71,8 @@ def c3_by_lens(sweeps, comparisons, lens=None):
 def c3_by_state(sweeps, comparisons, lens=None):
     """The gap at every state: one row per (comparison, procedure, batch_size, steps, layer): layers (the models'
     L), fraction (state / L), n_seeds, mean, ci_low, ci_high (tied-role minus untied-role KL, per seed, Student-t
-    over seeds), paper_state_bits (Figure 2's gap at the same state index, NaN past its 16 layers) and
-    paper_fraction_bits (at the same fraction of depth, tying.paper.fig2_gap_at)."""
+    over seeds), paper_same_state_bits (Figure 2's gap at the same state index, NaN past its 16 layers) and
+    paper_same_fraction_bits (at the same fraction of depth, tying.paper.fig2_gap_at)."""
     frame = comparison_frame(sweeps, comparisons, lens)
     rows = []
     for (pair, procedure, batch, steps), group in frame.groupby(["pair", *LENS], sort=False):
@@ -82,8 +82,8 @@ def c3_by_state(sweeps, comparisons, lens=None):
             rows.append({"comparison": pair, "procedure": procedure, "batch_size": int(batch), "steps": int(steps),
                          "layer": state, "layers": layers, "fraction": state / layers,
                          "n_seeds": group["seed"].nunique(), "mean": mean, "ci_low": low, "ci_high": high,
-                         "paper_state_bits": paper.FIG2_GAP[state] if state <= paper.FIG2_LAYERS else math.nan,
-                         "paper_fraction_bits": paper.fig2_gap_at(state / layers)})
+                         "paper_same_state_bits": paper.FIG2_GAP[state] if state <= paper.FIG2_LAYERS else math.nan,
+                         "paper_same_fraction_bits": paper.fig2_gap_at(state / layers)})
     order = {name: i for i, name in enumerate(dict.fromkeys(c["comparison"] for c in comparisons))}
     return _ordered(pd.DataFrame(rows), order, ["layer"])
 
@@ -169,8 +169,8 @@ def by_state_text(by_state, comparison):
     ours = rows.drop_duplicates("layer").set_index("layer")
     paper_rows = pd.DataFrame([{"procedure": name, "batch_size": "", "steps": "",
                                 **{s: "" if math.isnan(v) else f"{v:.3f}" for s, v in ours[column].items()}}
-                               for name, column in ((PAPER_STATE, "paper_state_bits"),
-                                                    (PAPER_FRACTION, "paper_fraction_bits"))])
+                               for name, column in ((PAPER_STATE, "paper_same_state_bits"),
+                                                    (PAPER_FRACTION, "paper_same_fraction_bits"))])
     table = pd.concat([wide, paper_rows], ignore_index=True).rename(columns=_state_column)
     return (f"Tied-role minus untied-role KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}]; state "
             f"{layers} is the models' own output (0 bits). Beside them Figure 2's gaps (OLMo-1B against "
