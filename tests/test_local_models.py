@@ -210,7 +210,7 @@ def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offli
     assert len(merged) == len(expected) > 0 and (merged["n_tokens"] == 64).all()
     assert (merged["overlap"] == merged["overlap_expected"]).all()
     claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
-    assert list(claims.index) == ["C1", "C2", "C3", "C4"] and "commits" not in claims.columns
+    assert list(claims.index) == ["C1", "C2", "C3", "C3s0", "C4"] and "commits" not in claims.columns
 
 
 def test_the_lens_of_a_local_model_reads_the_corpus_in_its_own_tokenizer(local_run):
