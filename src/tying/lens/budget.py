@@ -2,8 +2,8 @@
 for the tuned_lens procedure, each batch (windows a step).
 
 Each (procedure, batch, steps) is its own lens, trained from the zero start with the same seed (the same
-windows in the same order), since a procedure's schedule depends on its budget; every lens is scored on the held-out
-windows the lens job scores (`tying.lens.scoring.window_kl`). The state-0 floors (`tying.lens.floor`) ride
+windows in the same order), since a procedure's schedule depends on its budget; every lens is scored on the
+held-out windows the lens job scores (`tying.lens.scoring.window_kl`). The state-0 floors (`tying.lens.floor`) ride
 along as columns.
 """
 import sys

@@ -8,8 +8,8 @@
       comparisons:                                 # C3 = run a's early-state KL minus run b's, per seed
         tying: {a: {arch: olmo, variant: tied}, b: {arch: olmo, variant: untied}}
         matched_null: {a: {arch: olmo, variant: untied}, b: {arch: olmo, variant: untied_b}}
-        seeds: {a: {arch: olmo, variant: tied}, b: {arch: olmo, variant: tied, seed_offset: 1}, seeds: [0, 2]}
-        steps: {a: {arch: olmo, variant: untied, step: 600}, b: {arch: olmo, variant: untied}}
+        tied_seeds: {a: {arch: olmo, variant: tied}, b: {arch: olmo, variant: tied, seed_offset: 1}, seeds: [0, 2]}
+        untied_steps: {a: {arch: olmo, variant: untied, step: 600}, b: {arch: olmo, variant: untied}}
 
 The first comparison is the tying one; the others are null pairs, two models that differ in one thing other
 than tying (`varies` says what, from the runs). A run is a trained run {arch, variant} at `step` (default its
@@ -39,11 +39,6 @@ def budget_seeds(config, spec=None):
     else the config's."""
     own = (spec or {}).get("seeds")
     return own if own is not None else config["lens_budget"].get("seeds", config["seeds"])
-
-
-def batch_sizes(config):
-    """The tuned_lens procedure's windows a step: lens_budget.batch_sizes, else [lens.batch_size]."""
-    return config["lens_budget"].get("batch_sizes") or [config["lens"]["batch_size"]]
 
 
 def run_at(config, ref, seed):
