@@ -280,9 +280,9 @@ def test_the_length_null_is_said_to_dominate_c3_from_the_tables_own_numbers():
             for name, values in (("tying", (0.5, 0.02)), ("steps", (-0.3, -0.25))) for steps, value in
             zip((100, 500), values)]
     assert length_sentence(pd.DataFrame(rows), described) == [
-        "steps varies the training length alone: its C3 under the certified at 500 steps of 8 windows is -0.250 bits "
-        "against tying's +0.020, 12.5 times its size: C3 between models that differ in training length is dominated "
-        "by that difference here."]
+        "steps varies the training length alone: its C3 under the certified recipe at 500 steps of 8 windows is "
+        "-0.250 bits against tying's +0.020, 12.5 times its size: C3 between models that differ in training length "
+        "is dominated by that difference here."]
     rows[1]["c3_mean"] = 0.5
     assert "does not dominate" in length_sentence(pd.DataFrame(rows), described)[0]
 

@@ -16,7 +16,7 @@ from tying import paper
 from tying.claims.statistics import early_layer_gap, state_gap
 from tying.frames import markdown
 from tying.io import atomic_path
-from tying.lens.procedures import procedure_text
+from tying.lens.procedures import NAMES, procedure_text
 from tying.stats import format_cell, mean_ci
 
 RUN = ["arch", "variant", "seed", "step"]
@@ -172,7 +172,7 @@ def by_state_text(by_state, comparison):
                                for name, column in ((PAPER_STATE, "paper_same_state_bits"),
                                                     (PAPER_FRACTION, "paper_same_fraction_bits"))])
     table = pd.concat([wide, paper_rows], ignore_index=True).rename(columns=_state_column)
-    return (f"Tied-role minus untied-role KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}]; state "
+    return (f"Run a's minus run b's KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}]; state "
             f"{layers} is the models' own output (0 bits). Beside them Figure 2's gaps (OLMo-1B against "
             f"OLMo-1B-0724, {paper.FIG2_LAYERS} layers): \"{PAPER_STATE}\" matches by state index (state 0 is the "
             f"embedding in both, state 1 the first block's output), \"{PAPER_FRACTION}\" by fraction of depth "
@@ -194,11 +194,11 @@ def length_sentence(table, described):
         if name not in at.index or first not in at.index:
             continue
         length, tying = at.loc[name, "c3_mean"], at.loc[first, "c3_mean"]
-        where = f"{procedure} at {at.loc[name, 'steps']:,} steps of {at.loc[name, 'batch_size']} windows"
+        where = f"{NAMES[procedure]} at {at.loc[name, 'steps']:,} steps of {at.loc[name, 'batch_size']} windows"
         size = (f"{abs(length) / abs(tying):.1f} times its size: C3 between models that differ in training length "
                 "is dominated by that difference here" if abs(length) > abs(tying) else
                 "no larger: training length does not dominate C3 here")
-        lines.append(f"{name} varies the training length alone: its C3 under the {where} is {length:+.3f} bits against "
+        lines.append(f"{name} varies the training length alone: its C3 under {where} is {length:+.3f} bits against "
                      f"{first}'s {tying:+.3f}, {size}.")
     return lines
 

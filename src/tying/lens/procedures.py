@@ -20,6 +20,7 @@ from tying.lens.fitting import recipe
 TUNED_LENS = {"optimizer": "sgd", "lr": 1.0, "momentum": 0.9, "weight_decay": 1e-3, "grad_clip": 1.0,
               "schedule": "linear", "whiten": False, "fisher": False}
 PROCEDURES = ("logit", "tuned_lens", "certified")
+NAMES = {"logit": "the logit lens", "tuned_lens": "tuned-lens's optimiser", "certified": "the certified recipe"}
 
 
 def procedure_text(name, cfg, batch_size=None):

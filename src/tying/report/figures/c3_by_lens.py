@@ -9,10 +9,10 @@ import matplotlib.pyplot as plt
 
 from tying import paper
 from tying.errors import PipelineError
+from tying.lens.procedures import NAMES
 from tying.report.figures import style
 
 PROCEDURE_COLOURS = {"tuned_lens": "#c0392b", "certified": "#2c3e50"}
-PROCEDURE_NAMES = {"tuned_lens": "tuned-lens's optimiser", "certified": "certified recipe", "logit": "logit lens"}
 
 
 def plot_c3_by_lens(table, by_state, path):
@@ -48,7 +48,7 @@ def plot_c3_by_lens(table, by_state, path):
         left.text(steps, 0.3, f" {who}", rotation=90, fontsize=5.5, alpha=0.7, va="bottom",
                   transform=left.get_xaxis_transform())
     left.set(xscale="log", xlabel="lens steps (log)", ylabel="C3 (bits, tied minus untied)",
-             title=f"(a) C3; dashed: null pairs ({', '.join(names[1:]) or 'none'})")
+             title=f"(a) C3; dashed: the {len(names) - 1} null pairs")
     left.legend(fontsize=5, loc="best")
     for i, ((procedure, _), rows) in enumerate(lenses):
         colour, style_ = PROCEDURE_COLOURS.get(procedure, "grey"), _line(lenses, i)
@@ -81,7 +81,7 @@ def _by_state(ax, rows, name):
         for k, steps in enumerate(budgets):
             line = lens_rows[lens_rows["steps"] == steps]
             last = k == len(budgets) - 1
-            label = f"{PROCEDURE_NAMES.get(procedure, procedure)}, {batch} windows, {steps} steps"
+            label = f"{NAMES.get(procedure, procedure)}, {batch} windows, {steps} steps"
             ax.plot(line["fraction"], line["mean"], color=PROCEDURE_COLOURS.get(procedure, "grey"),
                     alpha=0.25 + 0.75 * (k + 1) / len(budgets), lw=1.2 if last else 0.7, marker="." if last else None,
                     label=label if last else None)
@@ -104,4 +104,4 @@ def _line(lenses, i):
 
 
 def _label(procedure, rows):
-    return f"{PROCEDURE_NAMES.get(procedure, procedure)}, {int(rows['tokens_per_step'].iloc[0]):,} tokens a step"
+    return f"{NAMES.get(procedure, procedure)}, {int(rows['tokens_per_step'].iloc[0]):,} tokens a step"
