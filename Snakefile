@@ -54,6 +54,10 @@ if workflow.is_main_process:
     os.environ["TYING_LAUNCHDIR"] = os.getcwd()
 config.update(local_paths(_layers, os.environ.get("TYING_LAUNCHDIR", os.getcwd())))
 
+# The config check (common.smk) runs before the workdir below is made: a config it refuses leaves no run folder.
+include: "workflow/rules/common.smk"
+
+
 # Where the outputs go: a config's `workdir` (each configs/*.yaml names its own under runs/, so no config
 # overwrites another's results/ and figures/), relative to where snakemake is started; `-d DIR` wins over it.
 # The snakemake that plans settles it and hands it to its jobs as an absolute path: a job's own snakemake
@@ -77,7 +81,6 @@ envvars:
 report: "workflow/report/workflow.rst"
 
 
-include: "workflow/rules/common.smk"
 include: "workflow/rules/corpus.smk"
 include: "workflow/rules/tokenizer.smk"
 include: "workflow/rules/tokens.smk"

@@ -39,10 +39,10 @@ import train_bench
 
 from tying.plan.grid import cells
 from tying.lens.fitting import train_lens
-from tying.train.models import build_model, init_seed
+from tying.train.models import build_model, init_seed, run_config
 from tying.plan.pairs import CLAIMS_METRICS
 from tying.data.tokenizer import save, train_bpe
-from tying.train.loop import RunSpec
+from tying.plan.run_spec import RunSpec
 
 METRIC_JOB_S = 2.7  # the default build's metric jobs, mean seconds (benchmarks/records.csv, build_bench)
 METRIC_JOBS_PER_SEED = len(CLAIMS_METRICS) + 1  # + the pair's token set
@@ -54,7 +54,8 @@ from pathlib import Path
 t = [time.process_time()]
 import torch, transformers
 torch.set_num_threads(1)  # as a training job with train.threads 1
-from tying.train.loop import RunSpec, build, eval_batches, save_checkpoint
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import build, eval_batches, save_checkpoint
 t.append(time.process_time())
 transformers.utils.logging.disable_progress_bar()
 tokenizer = transformers.AutoTokenizer.from_pretrained(sys.argv[1])
@@ -109,7 +110,7 @@ def step_cost(spec, ids, steps):
 
 def lens_step_cost(spec, ids, lens_cfg, steps):
     """CPU seconds per tuned-lens step on a freshly initialised, frozen model of `spec`'s shape."""
-    model = build_model(spec.config(), init_seed(0, True)).eval().requires_grad_(False)
+    model = build_model(run_config(spec), init_seed(0, True)).eval().requires_grad_(False)
     kwargs = dict(seq_len=lens_cfg["seq_len"], batch_size=lens_cfg["batch_size"], lr=lens_cfg["lr"],
                   optimizer=lens_cfg.get("optimizer", "adam"))
     train_lens(model, ids, steps=1, **kwargs)  # warm-up

@@ -28,7 +28,8 @@ from tying.data.batches import eval_batches, train_batch
 from tying.plan.config import check_schema, load, run_params
 from tying.runtime import configure
 from tying.data.tokens import load_ids
-from tying.train.loop import RunSpec, build, evaluate
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import build, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 

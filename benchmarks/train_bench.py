@@ -29,7 +29,8 @@ from tying.data.batches import train_batch
 from tying.plan.config import check, run_params
 from tying.runtime import keep_freed_memory
 from tying.train.cross_entropy import NextTokenLoss
-from tying.train.loop import RunSpec, build, save_checkpoint
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import build, save_checkpoint
 
 
 def gemm_peak(threads, n=2048, repeats=10):

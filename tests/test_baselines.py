@@ -104,3 +104,22 @@ def test_a_run_past_the_held_out_sample_chooses_its_weight_on_a_sample_and_count
     assert sampled["unigram_loss"] == pytest.approx(whole["unigram_loss"], rel=1e-12)  # counts: every pair
     bigram, _ = direct_bigram_loss(train, val, 40, sampled["bigram_weight"])
     assert sampled["bigram_loss"] == pytest.approx(bigram, rel=1e-12)
+
+
+def test_a_corpus_baseline_counts_every_training_window_once(chain):
+    """A local model's tables: the bigram of every training window once (no draws), interpolated at the weight
+    the held-out folds choose, and the unigram, as a direct NumPy count gives them."""
+    train, val, _, _ = chain
+    row = baselines.corpus_baselines(train, val, V, 8, BATCH, SEQ).iloc[0]
+    n = (len(train) - 1) // SEQ
+    windows = np.stack([train[w * SEQ:(w + 1) * SEQ + 1].astype(np.int64) for w in range(n)])
+    pairs = np.zeros((V, V))
+    np.add.at(pairs, (windows[:, :-1].ravel(), windows[:, 1:].ravel()), 1)
+    unigram = (pairs.sum(axis=0) + 1) / (pairs.sum() + V)
+    conditional = pairs / np.maximum(pairs.sum(axis=1, keepdims=True), 1)
+    x, y = validation_pairs(val, 8, BATCH, SEQ)
+    weight = row["bigram_weight"]
+    p = np.where(pairs.sum(axis=1)[x] > 0, weight * conditional[x, y] + (1 - weight) * unigram[y], unigram[y])
+    assert 0.9 < weight < 1 and row["step"] == 0 and row["positions"] == n * SEQ
+    assert row["bigram_loss"] == pytest.approx(float(-np.log(p).mean()), rel=1e-12)
+    assert row["unigram_loss"] == pytest.approx(float(-np.log(unigram[y]).mean()), rel=1e-12)

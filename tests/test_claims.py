@@ -9,6 +9,7 @@ import torch
 
 from tying.claims import definitions, report, verdicts
 from tying.claims import statistics as per_seed
+from tying.claims.side_by_side import read_claims
 from tying.metrics import norm_frequency
 from tying.metrics.alignment import alignment_frame, scaling_frame
 from tying.checkpoints.embeddings import Embeddings
@@ -258,7 +259,7 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     statistics = per_seed.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
     table = verdicts.claims_table(statistics, pair="main")
     assert table["claim"].tolist() == ["C1", "C3", "C3s0"]  # claims without input are omitted
-    c3 = table.iloc[1]
+    c1, c3 = table.iloc[0], table.iloc[1]
     half = 4.302652729911275 * 0.5 / math.sqrt(3)
     assert c3["ours"] == f"2.000 [{2 - half:.3f}, {2 + half:.3f}]" and c3["verdict"] == "holds"
     assert c3["on_claimed_side"] == "3 of 3 seeds" and c3["interval"] == "Student-t 95% over 3 seeds"
@@ -269,9 +270,16 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     assert seed_values.loc[("C3", 1), "value"] == 2.5
     assert seed_values.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
     md = (tmp_path / "claims.md").read_text().splitlines()
-    assert md[0] == ("| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
-                     " | no_gradient_level | criterion | verdict | detail |")
-    assert md[3].startswith("| main | C3 | ") and md[3].endswith(" | holds |  |")
+    assert md[:4] == ["| Pair | Claim | Paper | Ours | Chance | Verdict |", "|---|---|---|---|---|---|",
+                      f"| main | C1 | {c1['paper']} | {c1['ours']} | {c1['chance']} | {c1['verdict']} |",
+                      f"| main | C3 | {c3['paper']} | {c3['ours']} |  | holds |"]
+    full = md.index("Every column (results/tables/claims.parquet also holds the numbers):") + 2
+    assert md[full] == ("| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
+                        " | no_gradient_level | criterion | verdict | detail |")
+    assert md[full + 3].startswith("| main | C3 | ") and md[full + 3].endswith(" | holds |  |")
+    back = read_claims(tmp_path / "claims.md")  # the full table, as a table of record is read
+    assert back.columns.tolist() == md[full].strip("| ").split(" | ")
+    assert back["ours"].tolist() == table["ours"].tolist()
 
 
 def test_paper_scale_compares_in_sample_values_with_the_paper():

@@ -5,7 +5,7 @@ import os
 import pytest
 import yaml
 
-from snakerun import ROOT, snakemake
+from snakerun import ROOT, cli, snakemake
 from tying.plan.config import check, load
 from tying.errors import PipelineError
 
@@ -136,3 +136,37 @@ def test_a_lens_without_steps_and_more_neighbours_than_tokens_end_at_the_check(t
     assert result.returncode != 0 and lines == [f"config error: {message}"]
     config[section][key] = {"steps": 1, "knn_k": 299}[key]  # the largest and smallest values allowed
     check(config, SCHEMA)
+
+
+SHAPES = "(keys: {arch, variant}, {path, tokenizer} or {hub, revision})"
+
+
+@pytest.mark.parametrize("reference,message", [
+    ({"paht": "models/untied"}, f"unknown key 'paht' {SHAPES}"),
+    ({"hub": "org/model", "revison": "abc"}, f"unknown key 'revison' {SHAPES}"),
+    ({"path": "models/untied", "revision": "abc"}, f"'revision' is not a key of {{path, tokenizer}} {SHAPES}"),
+    ({"arch": "olmo"}, f"{{arch}} is incomplete {SHAPES}"),
+])
+def test_a_misspelt_key_in_a_model_reference_is_named_and_only_what_the_user_wrote_is_shown(reference, message):
+    config = copy.deepcopy(MICRO)
+    config["pairs"]["main"]["untied"] = reference
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == f"pairs.main.untied: {message}"
+
+
+def test_a_config_the_check_refuses_leaves_no_run_folder(tmp_path, monkeypatch):
+    config = copy.deepcopy(MICRO) | {"workdir": "runs/refused"}
+    config["pairs"]["main"]["untied"] = {"paht": "models/untied"}
+    (tmp_path / "refused.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)
+    result = cli(["-s", str(ROOT / "Snakefile"), "--cores", "1", "-n", "all", "--replace-workflow-config",
+                  "--configfile", "refused.yaml"])
+    assert result.returncode == 1 and result.stderr.splitlines()[-1].startswith("config error: pairs.main.untied: "
+                                                                                  "unknown key 'paht'")
+    assert not (tmp_path / "runs").exists()
+    config["pairs"]["main"]["untied"] = {"arch": "olmo", "variant": "untied"}  # the same config, checked: its folder
+    (tmp_path / "refused.yaml").write_text(yaml.safe_dump(config))
+    assert cli(["-s", str(ROOT / "Snakefile"), "--cores", "1", "-n", "all", "--replace-workflow-config",
+                "--configfile", "refused.yaml"]).returncode == 0
+    assert (tmp_path / "runs" / "refused").is_dir()

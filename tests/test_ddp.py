@@ -12,7 +12,8 @@ from conftest import markov_tokens, word_tokenizer
 from helpers import write_ids
 from tying.train.distributed import launch
 from tying.errors import PipelineError
-from tying.train.loop import RunSpec, train_from_files
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import train_from_files
 
 V = 64
 SPEC = RunSpec(family="olmo", vocab_size=V, eos_id=0, hidden_size=16, layers=2, heads=2, intermediate_size=32,

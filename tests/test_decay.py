@@ -1,4 +1,4 @@
-"""Weight decay alone under a run's own schedule (tying.train.decay), C6 measured net of it, and the
+"""Weight decay alone under a run's own schedule (tying.plan.decay), C6 measured net of it, and the
 train.total_decay regime (configs/trained-decay.yaml)."""
 import dataclasses
 import json
@@ -14,9 +14,10 @@ from snakerun import ROOT, snakemake
 from tying.claims import statistics as per_seed
 from tying.claims import verdicts
 from tying.metrics.norm_frequency import norm_frequency_frame
-from tying.train.decay import (checkpoint_level, learning_rates, no_gradient_level, total_decay, weight_decay_for,
-                               with_total_decay)
-from tying.train.loop import RunSpec, build
+from tying.plan.config import prepared, run_params
+from tying.plan.decay import checkpoint_level, learning_rates, no_gradient_level, total_decay, weight_decay_for
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import build
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 PAPER_TOTAL_DECAY = 0.1635285  # configs/trained-decay.yaml's train.total_decay
@@ -73,12 +74,20 @@ def test_the_authors_10k_step_config_has_a_total_decay_of_0164():
 
 def test_a_total_decay_target_sets_the_weight_decay_that_yields_it():
     trained = spec(steps=6000, lr=0.004, warmup=300, weight_decay=0.1)
-    decayed = with_total_decay(trained, PAPER_TOTAL_DECAY)
+    decayed = dataclasses.replace(trained, weight_decay=weight_decay_for(trained, PAPER_TOTAL_DECAY))
     assert total_decay(decayed) == pytest.approx(PAPER_TOTAL_DECAY, abs=1e-6)
     assert decayed.weight_decay == pytest.approx(0.1 * PAPER_TOTAL_DECAY / total_decay(trained), rel=1e-12)
-    assert dataclasses.replace(decayed, weight_decay=0.1) == trained  # the weight decay alone changes
     assert weight_decay_for(trained, 2 * PAPER_TOTAL_DECAY) == pytest.approx(2 * decayed.weight_decay, rel=1e-12)
-    assert with_total_decay(trained, None) is trained
+
+
+def test_run_params_resolve_train_total_decay_into_the_runs_weight_decay():
+    """The train rule's params carry the resolved weight decay, so the job needs nothing else: the total over
+    the run's own schedule is the target; without train.total_decay, train.weight_decay as given."""
+    config = prepared("configs/trained-decay.yaml")
+    run = run_params(config, "d96_l3_s6000", "untied")
+    unit = RunSpec.from_dict({**run, "seed": 0, "vocab_size": 8, "eos_id": 0})
+    assert total_decay(unit) == pytest.approx(PAPER_TOTAL_DECAY, abs=1e-9) and run["weight_decay"] < 0.1
+    assert run_params(prepared(), "olmo", "untied")["weight_decay"] == 0.1
 
 
 def test_checkpoint_level_reads_the_runs_training_record(tmp_path):

@@ -207,7 +207,9 @@ def test_the_your_models_page_plans_as_written(tmp_path, monkeypatch):
         assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
         jobs = planned_jobs(result)
         assert jobs["local_tokens"] == jobs["lens"] == 2 and "hub_embeddings" not in jobs
-        assert jobs.get("evolution", 0) == (1 if "claims" in overlay["tables"] else 0)
+        claims = "claims" in overlay["tables"]
+        assert jobs.get("evolution", 0) == jobs.get("local_quality", 0) == (1 if claims else 0)
+        assert result.stderr.count("pair 'mine': its models share 64 token strings") == 1  # as the page shows
 
 
 def test_every_documented_command_plans(tmp_path, monkeypatch):
@@ -236,3 +238,22 @@ def test_every_documented_command_plans(tmp_path, monkeypatch):
 def test_the_readme_stays_within_120_lines():
     """New results replace the README's sentences; the details live under docs/."""
     assert len((ROOT / "README.md").read_text().splitlines()) <= 120
+
+
+def test_the_indexs_layout_names_every_package_module():
+    """docs/index.md's layout gives each package folder a bullet naming every module in it: a module it leaves out
+    is one a newcomer cannot find by reading the page."""
+    text = (ROOT / "docs" / "index.md").read_text()
+    layout = text[text.index("## Layout"):]
+    bullets = re.split(r"\n\s*- ", layout)
+    listed = {}
+    for bullet in bullets:
+        folder = re.search(r"`(src/tying/(?:[a-z_]+/)*)`", bullet)
+        names = set(re.findall(r"`([a-z0-9_]+\.py)`", bullet))
+        if folder:
+            listed.setdefault(folder.group(1), set()).update(names)
+        listed.setdefault("src/tying/", set()).update(re.findall(r"`src/tying/([a-z0-9_]+\.py)`", bullet))
+    missing = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "src" / "tying").rglob("*.py"))
+               if p.name != "__init__.py"
+               and p.name not in listed.get(str(p.parent.relative_to(ROOT)) + "/", set())]
+    assert not missing, f"docs/index.md's layout does not name {missing}"

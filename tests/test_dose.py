@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from snakerun import ROOT, snakemake
-from tying.claims.dose import dose_seed_values, dose_table, supports
+from tying.claims.dose import at_margin, dose_seed_values, dose_table, supports
 from tying.errors import PipelineError
 from tying.plan.config import check, load, run_params
 from tying.plan.pairs import scaled_variants, token_set_runs, trained_runs
@@ -106,3 +106,59 @@ def test_a_dry_run_plans_the_dose_table_from_every_doses_runs(tmp_path):
         for seed in SEEDS:
             assert f"results/train/olmo/{variant}/seed{seed}/provenance.parquet" in result.stdout
     assert "rule lens:" not in result.stdout
+
+
+def _reference(ceiling_in, ceiling_out, tied_by_step):
+    """A c7_dose_reference frame: the ceilings, and the tied run's held-out cosines to Input(U) and Output(U) at
+    each step ({step: (input, output)} plus 0.05 x seed, as _planted's scaling has them)."""
+    rows = []
+    for seed in SEEDS:
+        for target, scale in (("true", 1.0), ("permuted", 0.0)):
+            rows += [{"pair": "main", "seed": seed, "kind": "ceiling", "step": 1000, "reference": ref,
+                      "scored": "held_out", "target": target, "cosine": scale * value}
+                     for ref, value in (("input_u", ceiling_in), ("output_u", ceiling_out))]
+            rows += [{"pair": "main", "seed": seed, "kind": "tied", "step": step, "reference": ref,
+                      "scored": "held_out", "target": target, "cosine": scale * (value + 0.05 * seed)}
+                     for step, pair in tied_by_step.items() for ref, value in zip(("input_u", "output_u"), pair)]
+    return pd.DataFrame(rows)
+
+
+def test_c7s_normalised_parts_are_its_moves_over_their_ceilings():
+    """C7a over the cosine a second untied run's input matrix reaches to Input(U) (0.5), C7b over its output
+    matrix's to Output(U) (0.8): x5 moves 0.008 toward Input(U) and 0.08 away from Output(U), 0.016 and -0.1."""
+    scaling, quality, provenance = _planted(lambda d: 0.002 * d, lambda d: 0.02 * d)
+    reference = _reference(0.5, 0.8, {500: (0.2, 0.2), 1000: (0.4, 0.4)})
+    table = dose_table(dose_seed_values(scaling, quality, provenance, DOSES, reference=reference)).set_index("variant")
+    assert table.loc["tied_x5", "C7a_norm_mean"] == pytest.approx(0.016)
+    assert table.loc["tied_x5", "C7b_norm_mean"] == pytest.approx(-0.1)
+    assert table.loc["tied_x2", "C7a_norm_mean"] == pytest.approx(0.004)
+    assert table.loc["tied", "C7a_norm"] == "0 (reference)"
+
+
+def test_a_dose_is_compared_with_the_tied_run_at_its_own_margin(tmp_path):
+    """The tied run's margins -0.2 at step 500 and -0.6 at 1000: x2 ending at -0.5 matches the tied run three
+    quarters of the way, step 875, where its cosines are 0.35 (+ 0.05 x seed) to both references; x2's own are
+    0.402 and 0.38. x5, better than the tied run ever got, has no match."""
+    scaling, _, provenance = _planted(lambda d: 0.002 * d, lambda d: 0.02 * d)
+    final = {"tied": -0.6, "tied_x2": -0.5, "tied_x5": -0.7}
+    quality = pd.DataFrame([{"seed": seed, "role": v, "variant": v, "step": step, "margin": margin}
+                            for seed in SEEDS for v, m in final.items()
+                            for step, margin in ((500, -0.2 if v == "tied" else 0.0), (1000, m))])
+    reference = _reference(0.5, 0.8, {500: (0.2, 0.2), 1000: (0.4, 0.4)})
+    table = dose_table(dose_seed_values(scaling, quality, provenance, DOSES, reference=reference)).set_index("variant")
+    assert table.loc["tied_x2", "equal_step_mean"] == pytest.approx(875)
+    assert table.loc["tied_x2", "C7a_equal_mean"] == pytest.approx(0.052)
+    assert table.loc["tied_x2", "C7b_equal_mean"] == pytest.approx(0.03)
+    assert math.isnan(table.loc["tied_x5", "C7a_equal_mean"]) and math.isnan(table.loc["tied_x5", "equal_step_mean"])
+    assert table.loc["tied", "equal_step_mean"] == 1000
+    assert supports(table.reset_index(), "_equal") == "not measured"
+    plot_c7_dose(table.reset_index(), tmp_path / "c7_dose.pdf")  # with the ceilings' and equal margin's panels
+    assert (tmp_path / "c7_dose.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_at_margin_interpolates_on_the_latest_bracketing_segment():
+    margins = pd.Series([0.0, 0.4, -0.2, -0.6], index=[0, 50, 500, 1000])  # worse than the table early on
+    step, weights = at_margin(margins, -0.3)
+    assert step == pytest.approx(625) and weights.tolist() == pytest.approx([0, 0, 0.75, 0.25])
+    assert at_margin(margins, 0.2)[0] == pytest.approx(50 + 450 * (0.2 / 0.6))  # not the 0 -> 50 rise
+    assert math.isnan(at_margin(margins, -0.7)[0])

@@ -44,6 +44,10 @@ def test_alignment_hist_marks_the_table_means_over_the_chance_level(tmp_path):
     with pytest.raises(PipelineError):
         plot_alignment_hist(alignment, tmp_path / "none.pdf", pair="family")
     assert not (tmp_path / "none.pdf").exists()
+    assert ax.get_title() == "main, step 300: tokens pooled over 2 seeds"
+    released = plot_alignment_hist(alignment[alignment["seed"] == 0].assign(step=0), tmp_path / "local.pdf",
+                                   models="tied-dir vs untied-dir")
+    assert released.axes[0].get_title() == "main, tied-dir vs untied-dir: one pair of models"  # not "step 0"
 
 
 def test_evolution_draws_drift_and_change(tmp_path):

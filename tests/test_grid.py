@@ -108,7 +108,8 @@ def test_bad_grids_are_refused_in_one_line(scaling, message):
 
 
 @pytest.mark.parametrize("path,cells", [("configs/scaling.yaml", 5), ("configs/scaling-cluster.yaml", 15),
-                                        ("configs/trained.yaml", 1), ("configs/depth.yaml", 4)])
+                                        ("configs/trained.yaml", 1), ("configs/depth.yaml", 4),
+                                        ("configs/width.yaml", 4)])
 def test_the_shipped_grids_expand(path, cells):
     names = [c.name for c in grid.cells(load(path))]
     assert len(set(names)) == len(names) == cells, names

@@ -1,5 +1,6 @@
 """Tuned lens: readout per family, state indexing, KL in bits, training, C3 statistic, figure."""
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from tying.claims import statistics, verdicts
 from tying.errors import PipelineError
 from tying.report.figures.kl_by_layer import plot_kl_by_layer
 from tying.claims.statistics import early_layer_gap
+from tying.lens import fitting
 from tying.lens.fitting import backward_lens, check_step, lens_schedule, recipe, train_lens
 from tying.lens.jobs import REFERENCE_FACTOR, lens_job, reference_check
 from tying.lens.scoring import evaluate_lens, kl_from_target, target, target_probabilities, token_kl, window_kl
@@ -381,6 +383,25 @@ def test_lens_job_scores_every_validation_window_and_keeps_its_check(capsys):
     np.testing.assert_allclose(tuned, whole.query("lens == 'tuned'").groupby("layer")["kl_bits"].mean(), rtol=1e-5)
     np.testing.assert_allclose(tuned, windows.groupby("layer")["kl_bits"].mean(), rtol=1e-6)
     assert (windows.query("layer == 0")["kl_check_bits"] != windows.query("layer == 0")["kl_bits"]).any()
+
+
+def test_lens_training_prints_its_step_its_batchs_kl_and_the_time_left(capsys, monkeypatch):
+    """Every LOG_EVERY steps and at the last, a line with the step, the KL of that step's batch under the lens as
+    it then is (the last one: the returned lens on the last batch drawn) and the time left."""
+    monkeypatch.setattr(fitting, "LOG_EVERY", 2)
+    cfg = {**recipe(tiny_recipe()), "steps": 5, "train_dtype": "float32"}
+    model = tiny_model("olmo", initializer_range=0.3)
+    tokens = markov_tokens(4_000, 1)
+    lens = train_lens(model, tokens, **cfg, seed=3)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lens: step")]
+    assert [line.split()[2] for line in lines] == ["2/5", "4/5", "5/5"]
+    assert all(re.search(r"\| left \d\d:\d\d:\d\d$", line) for line in lines)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        starts = rng.integers(0, len(tokens) - SEQ + 1, size=cfg["batch_size"])
+    states = stacked_states(model, torch.from_numpy(np.stack([tokens[s:s + SEQ].astype(np.int64) for s in starts])))
+    kl = float(token_kl([(lens, None)], Readout(model), states, logit=False)[0][0].mean())
+    assert float(lines[-1].split()[4]) == pytest.approx(kl, abs=1e-4) and kl > 0
 
 
 @pytest.mark.parametrize("family", ["olmo", "gpt_neox"])

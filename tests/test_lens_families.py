@@ -1,5 +1,6 @@
-"""Families outside the old readout table (Mistral, Qwen2, Gemma, Phi, OPT, GPT-2): their embeddings and
-lens read from what each model says of itself, offline, from `save_pretrained` directories."""
+"""Families outside the old readout table (Mistral, Qwen2, Gemma, Phi, OPT, GPT-2, and Cohere, Granite and
+Gemma 2, which scale or soft-cap their logits): their embeddings and lens read from what each model says of
+itself, offline, from `save_pretrained` directories."""
 import json
 
 import numpy as np
@@ -14,9 +15,10 @@ from tying.checkpoints.embeddings import load_embeddings
 from tying.checkpoints.layouts import header_embedding_names
 from tying.checkpoints.safetensors_ranges import read_header
 from tying.errors import PipelineError
-from tying.lens.fitting import train_lens
+from tying.lens.fitting import backward_lens, train_lens
 from tying.lens.scoring import evaluate_lens
-from tying.lens.unembed import _states, final_norm
+from tying.lens.translators import TunedLens
+from tying.lens.unembed import Readout, _states, final_norm, stacked_states
 from tying.metrics.alignment import alignment_frame
 from tying.metrics.knn_overlap import knn_frame
 from tying.plan.memory import embedding_shapes
@@ -35,7 +37,15 @@ FAMILIES = {  # family -> config(tied); Gemma's final norm multiplies by 1 + wei
                                      max_position_embeddings=128, word_embed_proj_dim=D, tie_word_embeddings=tied),
     "gpt2": lambda tied: tf.GPT2Config(**SMALL, n_embd=D, n_layer=2, n_head=4, n_positions=128,
                                        tie_word_embeddings=tied),
+    # the logit post-processing families: Cohere multiplies the logits by logit_scale, Granite divides them by
+    # logits_scaling, Gemma 2 soft-caps them (its logits scaled by CAP_BITES in `build`, so the cap bites)
+    "cohere": lambda tied: tf.CohereConfig(**DECODER, num_key_value_heads=2, logit_scale=4.0, tie_word_embeddings=tied),
+    "granite": lambda tied: tf.GraniteConfig(**DECODER, num_key_value_heads=2, logits_scaling=0.25,
+                                             tie_word_embeddings=tied),
+    "gemma2": lambda tied: tf.Gemma2Config(**DECODER, num_key_value_heads=2, head_dim=8, final_logit_softcapping=30.0,
+                                           tie_word_embeddings=tied),
 }
+CAP_BITES = 40.0  # Gemma 2's final norm's gain times this (its logits too): about a third past the soft cap of 30
 CASES = [(family, tied) for family in FAMILIES for tied in (True, False)]
 
 
@@ -49,6 +59,9 @@ def build(family, tied, seed=0, **overrides):
         for name, param in model.named_parameters():
             if param.ndim == 1:
                 param.normal_(0.0, 0.5)
+        if family == "gemma2":  # as a larger output matrix would, without a tied model's input growing too
+            gain = model.model.norm.weight  # Gemma's norms multiply by 1 + weight
+            gain.copy_((1 + gain) * CAP_BITES - 1)
     return model
 
 
@@ -103,16 +116,52 @@ def test_alignment_and_knn_run_on_a_pair_of_the_family(tmp_path, family):
 
 @pytest.mark.parametrize("family, tied", CASES)
 def test_state_L_readout_is_the_models_logits(family, tied):
-    """State L (the found final norm's input) through the final norm and the unembedding is the model's logits,
-    exactly; states 0..L-1 are hidden_states[:-1]."""
+    """State L (the found final norm's input) through the final norm, the unembedding and the model's own logit
+    scale and soft cap is the model's logits, exactly: the lens's KL at the last state is 0; states 0..L-1 are
+    hidden_states[:-1]."""
     model = build(family, tied).requires_grad_(False)
     ids = torch.randint(0, VOCAB, (2, SEQ), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         states, out = _states(model, model, ids)
-        logits = model.get_output_embeddings()(final_norm(model)(states[-1]))
+        logits = Readout(model).logits(final_norm(model)(states[-1]))
+        raw = model.get_output_embeddings()(final_norm(model)(states[-1]))
     assert len(states) == model.config.num_hidden_layers + 1
     assert torch.allclose(logits, out.logits, atol=1e-5, rtol=1e-5)
+    kl = torch.nn.functional.kl_div(logits.log_softmax(-1), out.logits.log_softmax(-1), log_target=True,
+                                    reduction="none").sum(-1)
+    assert kl.abs().max() < 1e-6  # KL(model || lens readout of state L) = 0
     assert not torch.allclose(model.get_output_embeddings()(states[-1]), out.logits, atol=1e-2)  # the norm matters
+    if family in ("cohere", "granite", "gemma2"):  # and the post-processing: the raw unembedding is not the logits
+        assert (raw - out.logits).abs().max() > 1.0
+    if family == "gemma2":  # the cap bites: a third of the raw logits lie past it
+        assert (raw.abs() > model.config.final_logit_softcapping).float().mean() > 0.2
+
+
+@pytest.mark.parametrize("family", ["cohere", "granite", "gemma2"])
+def test_the_lens_gradient_goes_through_the_logit_scale_and_the_soft_cap(family):
+    """backward_lens's hand-written readout backward, through a scale and a biting soft cap, is autograd's gradient
+    of the summed per-state mean KL in nats of the model's own post-processed readout, written out here."""
+    model = build(family, False).requires_grad_(False)
+    config, head, norm = model.config, model.get_output_embeddings(), final_norm(model)
+    scale = getattr(config, "logit_scale", None) or 1 / getattr(config, "logits_scaling", 1.0)
+    cap = getattr(config, "final_logit_softcapping", None)
+
+    def readout(h):
+        logits = head(norm(h)) * scale
+        return logits if cap is None else cap * torch.tanh(logits / cap)
+
+    lens = TunedLens(2, D)
+    with torch.no_grad():
+        lens.weight.normal_(0, 0.1)
+        lens.bias.normal_(0, 0.5)
+    ids = torch.randint(0, VOCAB, (3, SEQ), generator=torch.Generator().manual_seed(1))
+    stacked = stacked_states(model, ids)
+    log_p = readout(stacked[2]).log_softmax(-1)
+    loss = sum((log_p.exp() * (log_p - readout(lens(stacked[s], s)).log_softmax(-1))).sum(-1).mean() for s in range(2))
+    expected = torch.autograd.grad(loss, [lens.weight, lens.bias])
+    backward_lens(lens, Readout(model), stacked)
+    torch.testing.assert_close(lens.weight.grad, expected[0])
+    torch.testing.assert_close(lens.bias.grad, expected[1])
 
 
 @pytest.mark.parametrize("family, tied", CASES)
@@ -135,10 +184,10 @@ def test_opt_with_a_projection_after_its_final_norm_is_refused_in_one_line():
 
 
 def test_logits_that_are_not_the_readout_are_refused_in_one_line():
-    """Gemma 2 soft-caps its logits after the unembedding: the found norm does not reproduce them."""
-    config = tf.Gemma2Config(**DECODER, num_key_value_heads=2, head_dim=8, final_logit_softcapping=0.5)
-    torch.manual_seed(0)
-    model = tf.AutoModelForCausalLM.from_config(config).eval()
-    with pytest.raises(PipelineError, match=r"^no lens readout for model type 'gemma2': its logits are not the "
+    """A Cohere model that scales its logits by other than its config's logit_scale: the readout its config
+    states does not reproduce them."""
+    model = build("cohere", True)
+    model.logit_scale = 0.5  # the config says 0.25
+    with pytest.raises(PipelineError, match=r"^no lens readout for model type 'cohere': its logits are not the "
                                             r"unembedding of its last norm's output$"):
         final_norm(model)

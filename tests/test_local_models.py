@@ -9,14 +9,21 @@ import pandas as pd
 import pytest
 import torch
 
-from hubfixtures import _olmo, tiny_tokenizer
+from hubfixtures import SMALL, _olmo, _seeded, tiny_tokenizer, use_hub_cache, word_tokenizer
+from transformers import OlmoConfig, OlmoForCausalLM
 from snakerun import ROOT, snakemake
 from test_paper_mode import fake_paper_config
+from safetensors.torch import save_file
 from tying.checkpoints.embeddings import load_embeddings
+from tying.checkpoints.unembedding_hash import matrix_hash, stored_unembedding_hashes
+from tying.data.tokenizer import pretrained
 from tying.errors import PipelineError
+from tying.lens.translators import TunedLens
+from tying.lens.tuned_lens_format import save_tuned_lens, unembed_hash
 from tying.metrics.knn_overlap import knn_frame
 from tying.plan.config import check, local_paths
-from tying.plan.pairs import evolution_models, pair_models
+from tying.plan.pairs import evolution_models, pair_claims_metrics, pair_models
+from tying.train.models import frozen_model
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 # name -> (build(seed) -> model, seed): a tied OLMo, and two checkpoints of an untied one
@@ -129,16 +136,117 @@ def test_an_evolution_directory_is_checked_like_a_model(models, corpus):
 def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models, corpus):
     config = local_config(corpus, models)
     del config["pairs"]["mine"]["evolution"]
+    check(copy.deepcopy(config), SCHEMA)  # its claims table says C4 is not testable here (test_claims_report)
+    assert pair_claims_metrics(config, "mine") == ["alignment", "knn", "quality"]
+    config["figures"]["fig3"] = "mine"
     with pytest.raises(PipelineError) as error:
         check(copy.deepcopy(config), SCHEMA)
-    assert str(error.value) == ("tables.claims: local pair 'mine' has no evolution (training step -> directory of "
+    assert str(error.value) == ("figures.fig3: local pair 'mine' has no evolution (training step -> directory of "
                                 "its untied model)")
+    del config["figures"]["fig3"]
     config["pairs"]["mine"]["trajectory"] = [{"tokens_b": 1, "tied": "a", "untied": "b", "tied_tokens_b": 1,
                                               "untied_tokens_b": 1}]
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
     assert str(error.value) == ("pairs.mine.trajectory: matched hub revisions; a local pair has none (its evolution "
                                 "names its checkpoints' directories)")
+
+
+def bare_copy(model_dir, directory):
+    """`model_dir`'s config and weights in `directory`, without its tokenizer."""
+    directory.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (directory / name).write_bytes((model_dir / name).read_bytes())
+    return directory
+
+
+def test_a_local_model_without_its_tokenizer_ends_at_the_check_naming_the_folder(models, corpus, tmp_path):
+    bare = bare_copy(models["untied"], tmp_path / "untied")
+    with pytest.raises(PipelineError) as error:
+        check(local_config(corpus, models, untied=bare), SCHEMA)
+    assert str(error.value) == (f"pairs.mine.untied.path: {bare} holds no tokenizer.json, the model's tokenizer (save "
+                                "the model's tokenizer there with tokenizer.save_pretrained(DIR), or name a folder "
+                                "holding one with tokenizer: DIR beside path)")
+    (bare / "vocab.json").write_text("{}")
+    with pytest.raises(PipelineError, match=r"holds no tokenizer.json, the model's tokenizer \(only vocab.json: "
+                                            r"AutoTokenizer.from_pretrained\(DIR\).save_pretrained\(DIR\) "
+                                            r"writes it\)$"):
+        check(local_config(corpus, models, untied=bare), SCHEMA)
+    config = local_config(corpus, models, untied=bare)
+    config["pairs"]["mine"]["untied"]["tokenizer"] = str(tmp_path)  # a folder that holds no tokenizer either
+    with pytest.raises(PipelineError, match=rf"^pairs.mine.untied.tokenizer: {tmp_path} holds no tokenizer.json"):
+        check(config, SCHEMA)
+    config["pairs"]["mine"]["untied"]["tokenizer"] = str(models["untied"])  # one that does
+    check(config, SCHEMA)
+    config["pairs"]["mine"]["evolution"][0] = str(bare_copy(models["untied-step0"], tmp_path / "step0"))
+    check(config, SCHEMA)  # the untied model's checkpoints read its tokenizer folder too
+
+
+def test_tokenizer_errors_say_where_the_tokenizer_was_looked_for_and_keep_the_cause(tmp_path, monkeypatch):
+    use_hub_cache(monkeypatch, tmp_path / "empty-cache")
+    with pytest.raises(PipelineError) as error:
+        pretrained(str(tmp_path))
+    assert str(error.value).startswith(f"cannot load the tokenizer in the local folder {tmp_path}: ")
+    assert "from the hub" not in str(error.value) and len(str(error.value).split(": ", 2)[2]) > 10  # the cause said
+    with pytest.raises(PipelineError) as error:
+        pretrained("no-org/no-model")
+    assert str(error.value).startswith("cannot load the tokenizer 'no-org/no-model' from the hub: OSError: ")
+
+
+def test_the_check_counts_the_token_strings_a_pair_shares_and_refuses_too_few(models, corpus, tmp_path):
+    padded = tmp_path / "padded"  # the same tokenizer, 96 rows
+    save_model(_seeded(OlmoForCausalLM, OlmoConfig(**{**SMALL, "vocab_size": 96}, hidden_size=32,
+                                                   intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                   tie_word_embeddings=False), 1), padded)
+    assert check(local_config(corpus, models, untied=padded), SCHEMA) == [
+        "pair 'mine': its models share 64 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 96 rows); "
+        "every table of the pair compares them on those"]
+    other = tmp_path / "other"  # '[UNK]', t1 ... t19 in common, then strings of its own
+    _olmo(1).save_pretrained(other)
+    words = ["[UNK]", *(f"t{i}" for i in range(1, 20)), *(f"u{i}" for i in range(20, 64))]
+    word_tokenizer(words).save_pretrained(other)
+    message = ("pairs.mine: its models share 20 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 "
+               "rows), fewer than the {} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
+    with pytest.raises(PipelineError) as error:
+        check(local_config(corpus, models, untied=other), SCHEMA)
+    assert str(error.value) == message.format(50)
+    config = local_config(corpus, models, untied=other)
+    config["analysis"] |= {"min_shared_tokens": 20, "knn_k": 19}
+    assert check(copy.deepcopy(config), SCHEMA)[0].startswith("pair 'mine': its models share 20 token strings")
+    config["analysis"]["knn_k"] = 20  # never fewer than knn_k + 1
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == message.format(21)
+
+
+@pytest.mark.parametrize("rows, dtype", [(20, torch.float32), (1000, torch.bfloat16), (64, torch.float16)])
+def test_the_stored_unembedding_hash_is_tuned_lenss_hash_of_the_loaded_matrix(tmp_path, rows, dtype):
+    """From the file's corner rows alone: a matrix numpy prints whole (20 x 32) and ones it prints as corners, in
+    float32, bfloat16 and float16 files, as a model loaded in each dtype holds them."""
+    generator = torch.Generator().manual_seed(rows)
+    head, embed = (torch.randn(rows, 32, generator=generator).mul(4).to(dtype) for _ in range(2))
+    save_file({"model.embed_tokens.weight": embed, "lm_head.weight": head}, tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": rows}))
+    hashes = stored_unembedding_hashes(tmp_path, tied=False)
+    for loaded in (torch.float32, torch.bfloat16, torch.float16):
+        assert hashes[str(loaded).removeprefix("torch.")] == matrix_hash(head.to(loaded).float().numpy())
+    assert stored_unembedding_hashes(tmp_path, tied=True)["float32"] == matrix_hash(embed.float().numpy())
+    assert hashes["float32"] != matrix_hash(embed.float().numpy())
+
+
+def test_a_lens_for_another_model_of_the_same_shape_ends_at_the_check(models, corpus, tmp_path):
+    for role in ("tied", "untied"):
+        model = frozen_model(models[role])
+        save_tuned_lens(TunedLens(2, 32), model, tmp_path / role, base_model=str(models[role]))
+        assert unembed_hash(model) == stored_unembedding_hashes(models[role], tied=role == "tied")["float32"]
+    config = local_config(corpus, models)
+    config["pairs"]["mine"]["lens"] = {"tied": str(tmp_path / "tied"), "untied": str(tmp_path / "untied")}
+    check(copy.deepcopy(config), SCHEMA)
+    config["pairs"]["mine"]["lens"]["tied"] = str(tmp_path / "untied")  # the untied model's lens: 32 wide, 2 layers
+    with pytest.raises(PipelineError) as error:
+        check(config, SCHEMA)
+    assert str(error.value) == (f"pairs.mine.lens.tied: {tmp_path / 'untied'} is a lens for another model's "
+                                f"unembedding (its unembed_hash is not that of {models['tied']}'s output matrix)")
 
 
 def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
@@ -189,10 +297,15 @@ def local_run(models, corpus, tmp_path_factory):
     """The miniature built offline on the local pair, its untied model named relative to the run directory."""
     workdir = tmp_path_factory.mktemp("local-run")
     os.symlink(models["untied"], workdir / "untied")
-    config = local_config(corpus, models, untied="untied")
+    tokenizer = workdir / "tied-tokenizer"  # the tied model's tokenizer in a folder of its own (`tokenizer:`)
+    tiny_tokenizer().save_pretrained(tokenizer)
+    config = local_config(corpus, models, untied="untied", tied=bare_copy(models["tied"], workdir / "tied"))
+    config["pairs"]["mine"]["tied"]["tokenizer"] = str(tokenizer)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(workdir / "empty-cache")}
     result = snakemake(workdir, "all", config=config, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
+    shared = "pair 'mine': its models share 64 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 rows)"
+    assert result.stderr.count(shared) == 1  # said once, by the snakemake that plans
     return workdir
 
 
@@ -210,7 +323,38 @@ def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offli
     assert len(merged) == len(expected) > 0 and (merged["n_tokens"] == 64).all()
     assert (merged["overlap"] == merged["overlap_expected"]).all()
     claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
-    assert list(claims.index) == ["C1", "C2", "C3", "C3s0", "C4"] and "commits" not in claims.columns
+    assert list(claims.index) == ["LM", "C1", "C2", "C3", "C3s0", "C4", "C5", "C5p", "C6a", "C6b", "C6c", "C7a", "C7b"]
+    assert "commits" not in claims.columns
+
+
+def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_what_they_cannot_measure(local_run,
+                                                                                                      models):
+    """The LM row: each model's loss on the lens's validation windows of the corpus in its own tokenizer (written
+    out here from its own logits) against the corpus's bigram table; random tiny models do not beat it, so the
+    claims that need a language model are not testable here, and those that need the training say so."""
+    quality = pd.read_parquet(local_run / "results/metrics/local_quality/mine/seed0.parquet").set_index("role")
+    tokens = local_run / "results/local/tokens" / str(local_run / "untied").lstrip("/")
+    meta = json.loads((tokens / "meta.json").read_text())
+    val = torch.from_numpy(np.fromfile(tokens / "val.bin", dtype=meta["dtype"]).astype(np.int64))
+    windows = (len(val) - 1) // 16  # lens: seq_len 16, batch_size 2, eval_batches 2: the first 4 windows
+    x, y = (val[i:i + min(4, windows) * 16].reshape(-1, 16) for i in (0, 1))
+    with torch.no_grad():
+        logits = OlmoForCausalLM.from_pretrained(models["untied"]).eval()(input_ids=x).logits
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
+    assert quality.loc["untied", "val_loss"] == pytest.approx(loss, rel=1e-5)
+    assert (quality["margin"] == quality["val_loss"] - quality["bigram_loss"]).all()
+    assert (quality["variant"] == "local").all() and (quality["step"] == 0).all()
+    claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
+    assert claims.loc["LM", "mean"] == pytest.approx(quality["margin"].max()) and claims.loc["LM", "mean"] > 0
+    assert claims.loc["LM", "verdict"] == "direction only (one pair of models)"
+    for cid in ("C1", "C2", "C4"):
+        assert claims.loc[cid, "verdict"] == "not testable here"
+        assert claims.loc[cid, "testable"].startswith("no: language model: LM ")
+    assert claims.loc["C5", "testable"] == ("no: no training run here: the tied model's gradient over its first "
+                                            "steps is the training's")
+    assert claims.loc["C6b", "verdict"] == "not testable here" and claims.loc["C6b", "testable"].startswith(
+        "no: no training data here")
+    assert claims.loc["C7a", "needs"] == "models beyond the bigram table (LM holds)"
 
 
 def test_the_lens_of_a_local_model_reads_the_corpus_in_its_own_tokenizer(local_run):

@@ -9,7 +9,7 @@ from snakerun import ROOT
 from tying.plan import pairs
 from tying.plan.config import check, run_params
 from tying.errors import PipelineError
-from tying.train.loop import RunSpec
+from tying.plan.run_spec import RunSpec
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())

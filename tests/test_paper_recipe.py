@@ -7,7 +7,8 @@ import pytest
 
 from snakerun import ROOT
 from tying.plan.config import check, load, run_params
-from tying.train.loop import RunSpec, build, lr_lambda
+from tying.plan.run_spec import RunSpec, lr_lambda
+from tying.train.loop import build
 
 # The authors' config, key by key (model, optimizer, scheduler and trainer sections).
 AUTHORS = {"d_model": 2048, "n_layers": 16, "n_heads": 16, "mlp_hidden_size": 8192,  # mlp_ratio 8, SwiGLU halves it

@@ -13,7 +13,7 @@ from tying.train import loop
 from tying.plan.config import check, load, run_params
 from tying.plan.pairs import (claims_pairs, matched_null, matched_null_seeds, mixture_pair, pair_models, token_set_runs,
                               trained_runs)
-from tying.train.loop import RunSpec
+from tying.plan.run_spec import RunSpec
 from tying.train.models import build_model, init_seed, model_config
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

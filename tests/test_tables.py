@@ -4,8 +4,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from tying import frames
+from tying.checkpoints.embeddings import Embeddings
+from tying.metrics.alignment import alignment_frame
 from tying.report import tables
 from tying.errors import PipelineError
 from tying.metrics.model_quality import loss_frame
@@ -123,6 +126,27 @@ def test_released_pairs_get_a_token_bootstrap_labelled_as_one_pair_of_models():
 def test_table1_names_shared_strings_of_two_tokenizers():
     frame = _alignment().assign(cross_tokenizer=True, n_tokens=36938)
     assert (tables.table1(frame)["tokens"] == "36,938 shared strings").all()
+
+
+def test_table1_of_members_of_different_widths_says_which_maps_are_undefined_and_why():
+    """An untied model 8 wide against a tied one 12 wide: Input(U) -> Output(U) has every map; the comparisons with
+    Tied have the linear map alone, and their identity and orthogonal rows say they are undefined, not missing."""
+    generator = torch.Generator().manual_seed(0)
+    tokens = tuple(f"t{i}" for i in range(40))
+    untied = Embeddings(torch.randn(40, 8, generator=generator), torch.randn(40, 8, generator=generator), False, tokens)
+    wide = torch.randn(40, 12, generator=generator)
+    frame = alignment_frame(untied, Embeddings(wide, wide, True, tokens)).assign(pair="mine", seed=0, step=0)
+    table = tables.table1(frame, released=["mine"]).set_index(["comparison", "map"])
+    assert len(table) == 12 and (table["tokens"] == "40").all()
+    across = [(c, m) for c in ("Output(U) -> Tied", "Input(U) -> Tied") for m in tables.MAPS.values()
+              if m != "linear"]
+    for key in across:
+        assert (table.loc[key, list(tables.FITS.values())] == "undefined (widths differ)").all()
+        assert table.loc[key, "interval"] == "none: identity and orthogonal maps need equal widths"
+        assert math.isnan(table.loc[key, "in_sample_mean"])
+    defined = table.drop(index=across)
+    assert len(defined) == 6 and defined["in_sample_mean"].notna().all()
+    assert not defined[list(tables.FITS.values())].isin(["undefined (widths differ)"]).any().any()
 
 
 def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):

@@ -52,6 +52,7 @@ def test_a_figure_or_table_the_config_leaves_out_is_one_line_naming_its_key(tmp_
     ("figures/scaling.pdf", "scaling: {sizes: ..., seeds: ...}", "configs/scaling.yaml"),
     ("results/tables/scaling_exposure.md", "scaling: {sizes: ..., seeds: ...}", "configs/scaling.yaml"),
     ("results/tables/c3_by_depth.csv", "scaling: {c3_by_depth: true}", "configs/depth.yaml"),
+    ("figures/c3_by_width.pdf", "scaling: {c3_by_width: true}", "configs/width.yaml"),
     ("figures/survey.pdf", "survey: {comparisons: ...}", "configs/survey.yaml"),
 ])
 def test_a_scaling_or_survey_target_without_its_section_is_one_line(tmp_path, target, key, builder):

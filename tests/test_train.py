@@ -16,7 +16,8 @@ from tying.data.batches import train_batch
 from tying.train.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
 from tying.runtime import keep_freed_memory
-from tying.train.loop import RunSpec, build, lr_lambda, train, write_rows
+from tying.plan.run_spec import RunSpec, lr_lambda
+from tying.train.loop import build, train, write_rows
 
 V = 64
 

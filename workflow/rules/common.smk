@@ -12,15 +12,17 @@ from tying.plan.memory import request_mb
 from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                               claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
                               downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
-                              initial_models, lens_tokens_source, mixture_pair, model_dims, model_dir,
-                              pair_claims_metrics, pair_models, pair_seeds, pair_step, quality_runs, reference_name,
-                              released_pairs, run_shape, scaled_models, scaled_variants, scaling_steps, schedule,
-                              survey_comparison, survey_pairs, token_plan, token_set_runs, trained,
-                              trained_control_dir, trajectory_models, trajectory_points, trajectory_variants)
+                              initial_models, lens_tokens_source, local_pair, local_tokenizers, mixture_pair,
+                              model_dims, model_dir, pair_claims_metrics, pair_models, pair_schedule, pair_seeds,
+                              pair_step, quality_runs, reference_name, released_models, released_pairs, run_shape,
+                              scaled_models, scaled_variants, scaling_steps, schedule, survey_comparison, survey_pairs,
+                              token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
+                              trajectory_points, trajectory_variants)
 from tying.plan.pairs import matched_null, matched_null_seeds
 from tying.plan.pins import PIN_COMMAND, unpinned_references
 from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
 from tying.plan.lens_budget import comparisons as budget_comparisons, described as budget_described
+from tying.plan.c3_by_width import FIGURE as WIDTH_FIGURE, TABLE as WIDTH_TABLE, width_cells, width_runs
 from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
 min_version("9.0")
@@ -34,9 +36,12 @@ typed_overrides(config, workflow.config_settings.config)  # --config "lens={step
 try:
     check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before add_cells reads it
     add_cells(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.plan.grid)
-    check(config, workflow.source_path("../schemas/config.schema.yaml"))
+    CHECKED = check(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as err:
     sys.exit(f"config error: {err}")
+if workflow.is_main_process:  # what the check found worth saying (the tokens a local pair shares), once a run
+    for line in CHECKED:
+        print(line, file=sys.stderr)
 if unpinned_references(config):  # a branch moves: the same config would fetch other weights later
     print(f"warning: hub references not pinned to a commit ({', '.join(unpinned_references(config))}); "
           f"pin them: {PIN_COMMAND}", file=sys.stderr)
@@ -92,8 +97,9 @@ def token_set(pair, seed):
 
 
 def metric_models(w):
-    """A per-pair metric job's models by role and, for a trained pair, its token set."""
-    return pair_models(config, w.pair, int(w.seed)) | token_set(w.pair, w.seed)
+    """A per-pair metric job's models by role, a local model's tokenizer folder where it names one
+    ({role}_tokenizer) and, for a trained pair, its token set."""
+    return pair_models(config, w.pair, int(w.seed)) | local_tokenizers(config, w.pair) | token_set(w.pair, w.seed)
 
 
 def metric_ids(w):
@@ -105,8 +111,9 @@ def pair_claims_inputs(pair, metrics):
     """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (the pair's
     `lens` flag) the lens metrics of both models and their per-window KL (C3's interval and certificate),
     (its `lens_reference` flag) the first seed's reference lens checks, and its matched null run's lens metrics
-    (tying.plan.pairs.matched_null)."""
-    inputs = {name: per_seed(getattr(rules, name), pair) for name in metrics}
+    (tying.plan.pairs.matched_null). A local pair's quality is local_quality's."""
+    own = {"quality": rules.local_quality} if local_pair(config, pair) else {}
+    inputs = {name: per_seed(own.get(name) or getattr(rules, name), pair) for name in metrics}
     if claims_lens(config, pair):
         inputs |= {"lens": lens_metrics(pair), "lens_windows": lens_metrics(pair, rules.lens.output.windows)}
     if claims_lens_reference(config, pair):
@@ -208,6 +215,14 @@ def quality_inputs(w):
             "baselines": [baseline_file(run_shape(config, a, w.seed, step)) for _, a, _ in runs]}
 
 
+def local_quality_inputs(pair):
+    """A local pair's quality job's inputs: each role's whole model ({role}_model) and its token arrays in its own
+    tokenizer ({role}_train, {role}_val, {role}_meta), as its lens reads them."""
+    models = pair_models(config, pair, 0, full=True)
+    return {f"{role}_{key}": path for role in ("tied", "untied")
+            for key, path in {"model": models[role], **lens_tokens(pair, role)}.items()}
+
+
 def lens_inputs(pair, role, seed):
     """A lens job's inputs: the full model and token arrays in its tokenizer's ids."""
     return {"model": pair_models(config, pair, seed, full=True)[role], **lens_tokens(pair, role)}
@@ -240,6 +255,17 @@ def lens_tokens(pair, role):
 def lens_metrics(pair, output=None):
     """Per-seed lens metric files (or another of the lens rule's outputs) of both models of a pair."""
     return expand(output or rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
+
+
+# --- C3 by state against width (tables.smk; tying.plan.c3_by_width) -------------------------------------
+def width_table_inputs(wildcards):
+    """The C3-by-width table's inputs (if_built: a config without scaling.c3_by_width ends the run): the lens
+    cells' lens metrics, their runs' lens_budget sweeps, residual shares and quality metrics."""
+    cells = [c["cell"] for c in if_built(f"{WIDTH_TABLE}.csv", width_cells(config))]
+    return {"lens": [f for c in cells for f in lens_metrics(c)],
+            "sweeps": [sweep_path(*run) for run in width_runs(config)],
+            "share": [f for c in cells for f in lens_metrics(c, rules.residual_share.output[0])],
+            "quality": per_seed(rules.quality, cells)}
 
 
 # --- Corpus shards and the token join (corpus.smk, tokens.smk) --------------------------------------

@@ -9,6 +9,7 @@ rule fig1:
         report("figures/fig1.pdf", caption="../report/fig1.rst", category="Figures"),
     params:
         pair=lambda w: figure_pair("fig1"),
+        models=lambda w: released_models(config, figure_pair("fig1")),  # the title's, in place of a step
     log:
         "logs/figures/fig1.log",
     group:
@@ -38,7 +39,7 @@ rule fig_evolution:
         "../scripts/figure.py"
 
 
-use rule fig1 as fig4 with:
+rule fig4:
     input:
         lambda w: per_seed(rules.grad_flow, figure_pair("fig4")),
     output:
@@ -47,9 +48,15 @@ use rule fig1 as fig4 with:
         pair=lambda w: figure_pair("fig4"),
     log:
         "logs/figures/fig4.log",
+    group:
+        "tables"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/figure.py"
 
 
-use rule fig1 as fig5 with:
+rule fig5:
     input:
         lambda w: per_seed(rules.norm_freq, figure_pair("fig5")),
     output:
@@ -59,6 +66,12 @@ use rule fig1 as fig5 with:
         bins_per_decade=config["analysis"]["norm_bins_per_decade"],
     log:
         "logs/figures/fig5.log",
+    group:
+        "tables"
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/figure.py"
 
 
 rule c3_by_depth_figure:
@@ -72,6 +85,19 @@ rule c3_by_depth_figure:
         "../envs/tying.yaml"
     script:
         "../scripts/c3_by_depth_figure.py"
+
+
+rule c3_by_width_figure:
+    input:
+        lambda w: if_built(WIDTH_FIGURE, rules.c3_by_width_table.output.csv),
+    output:
+        report(WIDTH_FIGURE, caption="../report/c3_by_width.rst", category="Figures"),
+    log:
+        "logs/figures/c3_by_width.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_width_figure.py"
 
 
 # Every claim at a glance (tying.report.figures.claims_summary): claims_figure_tables in common.smk.

@@ -64,8 +64,9 @@ rule hub_tokens:
         "../scripts/hub_tokens.py"
 
 
-# A local model's own tokenizer over the corpus, for its lens: {dir} is its absolute directory without the
-# leading / (tying.plan.pairs.lens_tokens_source), so two pairs of one model share the job.
+# A local model's own tokenizer over the corpus, for its lens and its LM row: {dir} is the folder holding that
+# tokenizer (the model's directory, or its `tokenizer:` folder), absolute without the leading /
+# (tying.plan.pairs.lens_tokens_source), so the models of one tokenizer share the job.
 rule local_tokens:
     input:
         documents=corpus_shards(),

@@ -83,6 +83,50 @@ rule lens_convergence:
         "../scripts/lens_convergence.py"
 
 
+# The embedding's share of each state the lens reads (tying.lens.residual_share), on the lens's held-out windows;
+# C3 against width reads it (tying.plan.c3_by_width).
+rule residual_share:
+    input:
+        unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
+    output:
+        "results/metrics/residual_share/{pair}/{role}/seed{seed}.parquet",
+    params:
+        ids=rules.lens.params.ids,
+        lens={key: config["lens"][key] for key in ("device", "dtype", "seq_len", "batch_size", "eval_batches")},
+    log:
+        "logs/metrics/residual_share/{pair}/{role}/seed{seed}.log",
+    resources:
+        **LENS_RESOURCES,
+    threads: config["lens"]["threads"]
+    wildcard_constraints:
+        role="tied|untied",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/metric_residual_share.py"
+
+
+# A local pair's LM row: each model's validation loss on the corpus in its own tokenizer, beside the unigram and
+# bigram tables of the training split in that tokenizer (tying.metrics.local_quality), on the lens's windows.
+rule local_quality:
+    input:
+        unpack(lambda w: local_quality_inputs(w.pair)),
+    output:
+        "results/metrics/local_quality/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        lens=config["lens"],
+    log:
+        "logs/metrics/local_quality/{pair}/seed{seed}.log",
+    resources:
+        **LENS_RESOURCES,
+    threads: config["lens"]["threads"]
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/local_quality.py"
+
+
 rule fig_lens:
     input:
         lambda w: lens_metrics(figure_pair(w.fig)),

@@ -95,7 +95,7 @@ rule scaling:
 
 rule evolution:
     input:
-        unpack(lambda w: token_set(w.pair, w.seed)),
+        unpack(lambda w: token_set(w.pair, w.seed) | local_tokenizers(config, w.pair, ("untied",))),
         checkpoints=lambda w: list(evolution_models(config, w.pair, int(w.seed)).values()),
     output:
         "results/metrics/evolution/{pair}/seed{seed}.parquet",

@@ -190,11 +190,38 @@ rule claims_by_lookup:
         "../scripts/claims_by_lookup.py"
 
 
-# C7 as a dose-response (tying.claims.dose): the pair's tied run and each input-scaled variant, one dose each.
+# C7 as a dose-response (tying.claims.dose): the pair's tied run and each input-scaled variant, one dose each; C7's
+# ceilings (a second untied run against the pair's) and the tied run's cosines at each checkpoint, per seed.
+rule c7_dose_reference:
+    input:
+        unpack(lambda w: token_set(w.pair, w.seed)),
+        untied=lambda w: pair_models(config, w.pair, int(w.seed))["untied"],
+        second=lambda w: model_dir({**PAIRS[w.pair]["untied"], "variant": config["analysis"]["ceiling_variant"]},
+                                   int(w.seed), pair_step(config, w.pair)),
+        tied=lambda w: [model_dir(PAIRS[w.pair]["tied"], int(w.seed), s) for s in pair_schedule(config, w.pair).checkpoints],
+    output:
+        "results/metrics/c7_dose_reference/{pair}/seed{seed}.parquet",
+    params:
+        ids=lambda w: {"pair": w.pair, "seed": int(w.seed)},
+        analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
+        steps=lambda w: list(pair_schedule(config, w.pair).checkpoints),
+        final=lambda w: pair_step(config, w.pair),
+    log:
+        "logs/metrics/c7_dose_reference/{pair}/seed{seed}.log",
+    resources:
+        mem_mb=lambda w, input: request_mb("scaling", [input.untied, input.second, *input.tied], 4000, held=2),
+        runtime=30,
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c7_dose_reference.py"
+
+
 rule c7_dose:
     input:
         scaling=lambda w: per_seed(rules.scaling, table_pairs("c7_dose")),
         quality=lambda w: per_seed(rules.quality, table_pairs("c7_dose")),
+        reference=lambda w: per_seed(rules.c7_dose_reference, table_pairs("c7_dose")),
         provenance=lambda w: [
             expand(rules.train.output.provenance, arch=PAIRS[table_pairs("c7_dose")]["tied"]["arch"], variant=v,
                    seed=s)[0]
@@ -268,6 +295,26 @@ rule c3_by_depth_table:
         "../envs/tying.yaml"
     script:
         "../scripts/c3_by_depth_table.py"
+
+
+# C3 by state against width (scaling.c3_by_width): each lens cell's logit and certified lens, tuned-lens's optimiser
+# at each lens_budget budget, the residual share and the models' margins (tying.claims.c3_by_width).
+rule c3_by_width_table:
+    input:
+        unpack(width_table_inputs),
+    output:
+        csv=report(f"{WIDTH_TABLE}.csv", caption="../report/table.rst", category="Tables"),
+        md=f"{WIDTH_TABLE}.md",
+    params:
+        cells=lambda w: width_cells(config),
+        certified=lambda w: (config["lens"]["steps"],
+                             config["lens"]["steps"] * config["lens"]["batch_size"] * config["lens"]["seq_len"]),
+    log:
+        "logs/tables/c3_by_width.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_width_table.py"
 
 
 # C3 against the lens's budget and procedure, the tying comparison beside the null pairs (tying.claims.lens_budget).

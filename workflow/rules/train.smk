@@ -28,8 +28,6 @@ for checkpoints, archs in TRAIN_GROUPS.items():
             log_every=config["train"]["log_every"],
             device=config["train"]["device"],
             nproc=config["train"]["nproc"],
-            # only when set: a build without it keeps its recorded params (and its runs)
-            **({"total_decay": config["train"]["total_decay"]} if config["train"].get("total_decay") else {}),
         log:
             "logs/train/{arch}/{variant}/seed{seed}.log",
         resources:

@@ -10,7 +10,8 @@ from tying.data.token_sets import analysed_tokens
 def main(snakemake):
     configure(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
-    untied, tied = load_embeddings(inp.untied, rows=rows), load_embeddings(inp.tied, rows=rows)
+    untied, tied = (load_embeddings(inp[role], rows=rows, tokenizer=inp.get(f"{role}_tokenizer"))
+                    for role in ("untied", "tied"))
     frame = alignment_frame(untied, tied, keep=analysed_tokens(inp.get("tokens")),
                             held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])

@@ -10,7 +10,9 @@ from tying.data.token_sets import analysed_tokens
 def main(snakemake):
     configure(snakemake.threads)
     p, rows = snakemake.params, snakemake.params.analysis["rows"]
-    checkpoints = ((s, load_embeddings(d, rows=rows)) for s, d in zip(p.steps, snakemake.input.checkpoints))
+    tokenizer = snakemake.input.get("untied_tokenizer")  # a local untied model's own tokenizer folder
+    checkpoints = ((s, load_embeddings(d, rows=rows, tokenizer=tokenizer))
+                   for s, d in zip(p.steps, snakemake.input.checkpoints))
     frame, per_token = evolution_frames(checkpoints, keep=analysed_tokens(snakemake.input.get("tokens")))
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
     write_parquet(with_ids(per_token, p.ids), snakemake.output.tokens)

@@ -5,7 +5,7 @@ from tying.io import write_parquet
 from tying.metrics.norm_frequency import norm_frequency_frame
 from tying.rule_script import run
 from tying.tidy import with_ids
-from tying.train.decay import checkpoint_level
+from tying.plan.decay import checkpoint_level
 
 
 def main(snakemake):

@@ -1,11 +1,10 @@
 import json
 
 from tying.train.distributed import launch
-from tying.runtime import resolve_device
 from tying.rule_script import run
-from tying.runtime import configure
-from tying.train.decay import with_total_decay
-from tying.train.loop import RunSpec, train_from_files
+from tying.runtime import configure, resolve_device
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import train_from_files
 
 
 def main(snakemake):
@@ -14,7 +13,6 @@ def main(snakemake):
     meta = json.loads(open(inp.meta).read())
     spec = RunSpec.from_dict({**params.run, "seed": int(w.seed), "vocab_size": meta["vocab_size"],
                               "eos_id": meta["eos_id"]})
-    spec = with_total_decay(spec, params.get("total_decay"))  # train.total_decay: the weight decay it implies
     files = {"train": inp.train, "val": inp.val, "meta": inp.meta, "tokenizer": inp.tokenizer}
     device = resolve_device(params.device)
     outputs = dict(checkpoint_dirs=dict(zip(spec.checkpoints, out.checkpoints)), log_path=out.log,

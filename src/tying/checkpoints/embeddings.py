@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from tokenizers import Tokenizer
 
 from tying.checkpoints.checkpoint_files import BIN, stored_tensors, verify
 from tying.errors import PipelineError
 from tying.checkpoints.embedding_names import embedding_names
+from tying.checkpoints.tokenizer_files import TOKENIZER_FILE, read_tokens
 
 ROWS = ("tokenizer", "matrix")
 
@@ -41,11 +41,12 @@ class Embeddings:
         return Embeddings(inp, out, self.tied, tuple(self.tokens[i] for i in ids.tolist()))
 
 
-def load_embeddings(model_dir, rows="tokenizer"):
+def load_embeddings(model_dir, rows="tokenizer", tokenizer=None):
     """Embeddings of the `save_pretrained`-style directory `model_dir`, its weight files verified first.
 
     rows: "tokenizer" keeps the tokenizer's ids; "matrix" every stored row, the rows past the
-    tokenizer's ids (padding) with token None.
+    tokenizer's ids (padding) with token None. tokenizer: the folder holding the model's tokenizer.json
+    (default `model_dir`; a local model's `tokenizer:` key).
     Tied when transformers' config says `tie_word_embeddings` (the value config.json states, else
     its model_type's class default) or no output tensor is stored.
     """
@@ -53,7 +54,7 @@ def load_embeddings(model_dir, rows="tokenizer"):
         raise PipelineError(f"rows must be one of {', '.join(ROWS)}, got {rows!r}")
     model_dir = Path(model_dir)
     config = _read_json(model_dir / "config.json")
-    tokens = read_tokens(model_dir / "tokenizer.json")
+    tokens = read_tokens(Path(tokenizer or model_dir) / TOKENIZER_FILE)
     verify(model_dir)
     files = _tensor_files(model_dir)
     in_name, out_name = embedding_names(model_dir, config, files)
@@ -64,17 +65,6 @@ def load_embeddings(model_dir, rows="tokenizer"):
     inp = _read_rows(files[in_name], in_name, len(tokens), every_row=rows == "matrix")
     out = inp if tied else _read_rows(files[out_name], out_name, len(inp), every_row=False)
     return Embeddings(inp, out, tied, tokens + (None,) * (len(inp) - len(tokens)))
-
-
-def read_tokens(tokenizer_json):
-    """Token strings by id, (V,) tuple, V = 1 + the largest id (added tokens included)."""
-    if not Path(tokenizer_json).is_file():
-        raise PipelineError(f"missing tokenizer: {tokenizer_json}")
-    vocab = Tokenizer.from_file(str(tokenizer_json)).get_vocab(with_added_tokens=True)
-    tokens = [None] * (max(vocab.values()) + 1)
-    for token, i in vocab.items():
-        tokens[i] = token
-    return tuple(tokens)
 
 
 def shared_tokens(tokens_a, tokens_b):

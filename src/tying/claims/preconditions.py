@@ -12,12 +12,16 @@ carry (docs/statistics.md, "Preconditions"):
   model predicts, so no gap of the paper's kind can show.
 - peak draws (C6b): at least MIN_BIN_TOKENS analysed tokens drawn PEAK_DRAWS times or more in every seed,
   a bin of draws at and past the paper's peak, so that a fall after it can be seen.
+
+A local pair (both models directories on disk) has its models but neither their training run nor their training
+data: its table lists the claims that need those as "not testable here" with the reason (`with_unmeasured`).
 """
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from tying.claims.definitions import ALL_TOKENS
+from tying.claims.definitions import ALL_TOKENS, CLAIMS
 from tying.claims.statistics import early_layer_gap
 from tying.frames import only
 from tying.metrics.norm_frequency import MIN_BIN_TOKENS
@@ -45,6 +49,16 @@ NEEDS_TEXT = {
     "room for a gap": f"untied early-state tuned-lens KL >= {ROOM_BITS:g} bit",
     "peak draws": f">= {MIN_BIN_TOKENS} tokens drawn >= {PEAK_DRAWS:,} times",
 }
+
+
+NO_RUN = "no training run here: the tied model's gradient over its first steps is the training's"
+NO_DATA = "no training data here: how often training drew each token is unknown"
+UNMEASURED = {  # claim -> why a local pair's table cannot measure it
+    "C4": "no checkpoints of the untied model (pairs.<pair>.evolution: training step -> directory)",
+    "C5": NO_RUN, "C5p": NO_RUN, "C6a": NO_DATA, "C6b": NO_DATA, "C6c": NO_DATA,
+    "C7a": "no input-gradient-scaled tied runs: only a pair the pipeline trains has them",
+}
+UNMEASURED["C7b"] = UNMEASURED["C7a"]
 
 
 def needs_text(cid):
@@ -110,3 +124,20 @@ def apply(table, checks):
 def _with_seen(detail, cid, checks):
     seen = [checks[name].seen for name in NEEDS.get(cid, ()) if name != "language model" and name in checks]
     return "; ".join([d for d in (detail, *seen) if d])
+
+
+def with_unmeasured(table, pair):
+    """`table` with a row for each claim of UNMEASURED it has none for `pair` (a local pair): verdict "not testable
+    here", testable "no: " and the reason, what it needs; the pair's rows then in CLAIMS order."""
+    missing = [cid for cid in UNMEASURED if cid not in set(table.loc[table["pair"] == pair, "claim"])]
+    rows = pd.DataFrame([{"pair": pair, "claim": cid, "description": CLAIMS[cid].description,
+                          "paper": CLAIMS[cid].paper, "ours": "", "criterion": CLAIMS[cid].criterion,
+                          "verdict": "not testable here", "detail": "", "paper_value": CLAIMS[cid].paper_value,
+                          "token_set": ALL_TOKENS, "needs": needs_text(cid),
+                          "testable": "no: " + UNMEASURED[cid].replace("<pair>", pair)} for cid in missing])
+    table = pd.concat([table, rows], ignore_index=True)
+    rank = {cid: i for i, cid in enumerate(CLAIMS)}
+    pairs = {name: i for i, name in enumerate(pd.unique(table["pair"]))}
+    order = table.assign(_p=table["pair"].map(pairs), _c=table["claim"].map(rank)).sort_values(["_p", "_c"],
+                                                                                                 kind="stable")
+    return table.loc[order.index].reset_index(drop=True)

@@ -5,7 +5,7 @@ import pandas as pd
 
 from tying.claims.definitions import ALL_TOKENS, NORM_SHUFFLES
 from tying.claims.exposure import comparable_rows, pairs_values, with_comparable
-from tying.claims.preconditions import apply, pair_checks
+from tying.claims.preconditions import apply, pair_checks, with_unmeasured
 from tying.claims.statistics import calibrated_statistics, claim_statistics, seed_statistics
 from tying.claims.verdicts import claims_table, paper_scale_values, seed_table, with_paper_scale
 
@@ -15,7 +15,8 @@ REPORT_OPTIONS = ("k", "early_steps", "scaled_variant", "released", "at_paper_sc
 def claims_tables(frames, further, options, token_sets=None, per_token=None, commits=None, paper_scale=None):
     """The claims rule's tables -> (table, seeds): `claims_report`, then, where `token_sets` is given (trained
     pairs), each per-token claim again on the tokens drawn at least options["comparable_draws"] times, then
-    each claim's preconditions (tying.claims.preconditions).
+    each claim's preconditions (tying.claims.preconditions), and for a local first pair (a released pair whose
+    models' quality, the LM row, was measured here) the claims it cannot measure (`with_unmeasured`).
 
     options: the rule's params (pairs, comparable_draws and REPORT_OPTIONS); token_sets: the pairs' token
     sets (tying.claims.exposure.read_token_sets); per_token: {"evolution_tokens", "scaling_tokens": frame}.
@@ -29,7 +30,10 @@ def claims_tables(frames, further, options, token_sets=None, per_token=None, com
                               scaled_variant=options["scaled_variant"])
         rows, seed_rows = comparable_rows(values, pairs, options["comparable_draws"], options["mixture"])
         table, seeds = with_comparable(table, rows, pairs), with_comparable(seeds, seed_rows, pairs)
-    return apply(table, pair_checks(table, pairs[0], frames.get("lens"), frames.get("norm_freq"))), seeds
+    table = apply(table, pair_checks(table, pairs[0], frames.get("lens"), frames.get("norm_freq")))
+    if pairs[0] in options["released"] and "quality" in frames:  # a local pair: its models' quality measured here
+        table = with_unmeasured(table, pairs[0])
+    return table, seeds
 
 
 def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *, k=10, early_steps=None,

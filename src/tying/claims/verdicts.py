@@ -19,6 +19,10 @@ from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 
 MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
               "no_gradient_level", "criterion", "needs", "testable", "verdict", "detail"]
+# claims.md's lead table: a claim per line. Its headers are capitalised so that a reader of the full table below
+# it (tying.claims.side_by_side.read_claims: the first header starting `| pair | claim |`) still finds that one.
+COMPACT = {"pair": "Pair", "claim": "Claim", "token_set": "Token set", "paper": "Paper", "ours": "Ours",
+           "chance": "Chance", "verdict": "Verdict"}
 
 
 def verdict(claim, values, low, high, one_pair=False):
@@ -120,16 +124,18 @@ def _paper_scale_columns(claim, value):
 
 
 def write_claims(table, seeds, parquet_path, md_path, seeds_path):
-    """results/tables/claims.{parquet,md} and the per-seed values: every column to Parquet,
-    the readable ones to Markdown."""
+    """results/tables/claims.{parquet,md} and the per-seed values: every column to Parquet; to Markdown a
+    compact table (COMPACT's columns), then the readable columns in full."""
     write_parquet(table, parquet_path)
     write_parquet(seeds, seeds_path)
     extra = [c for c in ("commits", "paper_scale", "paper_scale_differs", "paper_scale_rows", "paper_scale_commits")
              if c in table.columns]
+    compact = table[[c for c in COMPACT if c in table.columns]].rename(columns=COMPACT)
     with atomic_path(md_path) as tmp:
         shown = [c for c in MD_COLUMNS[:1] + ["token_set"] * ("token_set" in table.columns) + MD_COLUMNS[1:]
                  if c in table.columns]
-        tmp.write_text(markdown(table, ["pair"] * ("pair" in table.columns) + shown + extra))
+        tmp.write_text(markdown(compact) + "\nEvery column (results/tables/claims.parquet also holds the numbers):\n\n"
+                       + markdown(table, ["pair"] * ("pair" in table.columns) + shown + extra))
 
 
 def _mean(values):

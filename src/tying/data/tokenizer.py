@@ -21,13 +21,17 @@ def train_bpe(texts, vocab_size):
 
 
 def pretrained(name):
-    """The hub tokenizer `name` (needs the hub or a populated cache)."""
+    """The tokenizer `name`: a local folder's, else the hub's (needs the hub or a populated cache). A failure is
+    one line saying where it was looked for and the underlying error's own message."""
     from transformers import AutoTokenizer  # here: its import costs 2.5 s more, and a trained BPE needs none
 
+    where = f"in the local folder {name}" if Path(name).is_dir() else f"{name!r} from the hub"
     try:
         tok = AutoTokenizer.from_pretrained(name)
     except Exception as err:
-        raise PipelineError(f"cannot load tokenizer {name!r} from the hub: {type(err).__name__}") from err
+        said = " ".join(str(err).split())  # its message on one line
+        raise PipelineError(f"cannot load the tokenizer {where}: {type(err).__name__}"
+                            + (f": {said}" if said else "")) from err
     if tok.eos_token is None:
         raise PipelineError(f"tokenizer {name!r} has no end-of-text token")
     return tok

@@ -20,12 +20,13 @@ only from there): 2L + 1 products of (tokens x d) by (d x V) a step, the bound b
 measures the step against.
 """
 import sys
+import time
 
 import numpy as np
 import torch
 
 from tying.errors import PipelineError
-from tying.lens.scoring import chunk_tokens
+from tying.lens.scoring import chunk_tokens, token_kl
 from tying.lens.translators import TunedLens, WhitenedLens, whitened_lens
 from tying.lens.unembed import Readout, check_tokens, product_dtype, stacked_states, token_windows
 
@@ -33,6 +34,7 @@ CHECK_FRACTION = 0.75  # the lens job's own convergence check: held-out C3 at th
 
 
 RESTART = 0.25  # the learning rate of the steps after the check, at their start, as a fraction of the peak
+LOG_EVERY = 50  # a progress line every this many steps, and at the last, as training prints its own
 
 
 def backward_lens(lens, readout, states, chunk_bytes=None):
@@ -48,16 +50,18 @@ def backward_lens(lens, readout, states, chunk_bytes=None):
     """
     n, n_tokens = len(states) - 1, states.shape[1]
     z = readout.norm(lens.translate(states[:n]).to(states.dtype))  # (n, N, d), with autograd
-    step = chunk_tokens(n + 1, readout.weight, chunk_bytes)
+    step = chunk_tokens(n + 1 + n * (readout.softcap is not None), readout.weight, chunk_bytes)
     with torch.no_grad():
         target, free = readout.norm(states[n]), z.detach()
         grad = torch.empty_like(free)
         for lo in range(0, n_tokens, step):
             rows = torch.cat([free[:, lo : lo + step], target[None, lo : lo + step]])  # (n + 1, c, d)
             q = readout.logits(rows.reshape(-1, rows.shape[-1]))  # one product, ((n + 1) c, V)
+            slope = readout.cap_slope(q.view(n + 1, -1, q.shape[-1])[:n])  # a soft cap's, before q is overwritten
             torch.softmax(q, -1, out=q)
             q = q.view(n + 1, -1, q.shape[-1])
-            grad[:, lo : lo + step] = readout.state_gradient(q[:n].sub_(q[n]))
+            diff = q[:n].sub_(q[n])
+            grad[:, lo : lo + step] = readout.state_gradient(diff if slope is None else diff.mul_(slope))
         grad.div_(n_tokens)
     z.backward(grad)
 
@@ -104,6 +108,7 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
     rng, readout = np.random.default_rng(seed), Readout(model, product_dtype(train_dtype, model.device))
     print(f"lens: {steps} steps, their readout products in {str(readout.weight.dtype).removeprefix('torch.')}",
           file=sys.stderr, flush=True)
+    started = time.perf_counter()
     for step in range(1, steps + 1):
         starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
         states = stacked_states(model, token_windows(tokens, starts, seq_len, model.device))
@@ -113,9 +118,20 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
             torch.nn.utils.clip_grad_norm_(lens.parameters(), grad_clip, foreach=True)
         opt.step()
         scheduler.step()
+        if step % LOG_EVERY == 0 or step == steps:
+            progress(step, steps, started, lens, readout, states)
         if on_step is not None:
             on_step(step, lens)
     return lens.plain() if isinstance(lens, WhitenedLens) else lens.eval()
+
+
+def progress(step, steps, started, lens, readout, states):
+    """The lens's progress line on stderr (the job's log): the step, the mean KL over states 0..L-1 of this
+    step's batch under the lens as it now is, and the time left at the pace so far."""
+    kl = float(token_kl([(lens, None)], readout, states, logit=False)[0][0].mean())
+    left = (time.perf_counter() - started) / step * (steps - step)
+    print(f"lens: step {step}/{steps} KL {kl:.4f} bits (this batch, mean over states) | "
+          f"left {time.strftime('%H:%M:%S', time.gmtime(left))}", file=sys.stderr, flush=True)
 
 
 def check_step(steps):

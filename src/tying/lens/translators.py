@@ -124,12 +124,16 @@ def readout_fisher(readout, states, generator=None):
     distribution p_L, at the logits of the final norm and unembedding applied to state l with p_L as
     their softmax: J_l^T W^T (p_L - e_y), J_l the final norm's Jacobian at state l. Its expectation over
     y is J_l^T W^T (diag p_L - p_L p_L^T) W J_l, the curvature of the lens's KL at its optimum (lens
-    distribution p_L), so P_l = F_l^(-1/2) is K-FAC's output-side factor. states: (L + 1, N, d).
+    distribution p_L), so P_l = F_l^(-1/2) is K-FAC's output-side factor. A model that scales or soft-caps its
+    logits has them in the chain (Readout.state_gradient, Readout.cap_slope at state L's logits). states:
+    (L + 1, N, d).
     """
     n = len(states) - 1
-    p = torch.softmax(readout.logits(readout.norm(states[n])), -1)
+    logits = readout.logits(readout.norm(states[n]))
+    slope, p = readout.cap_slope(logits), torch.softmax(logits, -1)
     y = torch.multinomial(p, 1, generator=generator)
-    g = readout.state_gradient(p.scatter_add_(1, y, torch.full_like(p[:, :1], -1.0)))  # (N, d): W^T (p - e_y)
+    residual = p.scatter_add_(1, y, torch.full_like(p[:, :1], -1.0))
+    g = readout.state_gradient(residual if slope is None else residual * slope)  # (N, d): W^T (p - e_y)
     with torch.enable_grad():
         h = states[:n].detach().requires_grad_(True)
         (pulled,) = torch.autograd.grad(readout.norm(h), h, g.expand(n, *g.shape))

@@ -10,14 +10,13 @@ large matrix as its corners). A lens read here must match its model in width, de
 A pair may name such a folder per role (`lens: {tied: DIR, untied: DIR}`): the lens job then scores it in
 place of training one (`given_lens_job`).
 """
-import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from tying.checkpoints.lens_folder import CONFIG, LENS_TYPE, PARAMS, read_lens_config
+from tying.checkpoints.unembedding_hash import matrix_hash
 from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.lens.scoring import scoring_args, state_means, window_kl
@@ -26,8 +25,7 @@ from tying.lens.translators import TunedLens, WhitenedLens
 
 def unembed_hash(model):
     """tuned-lens's hash of `model`'s unembedding matrix (`Unembed.unembedding_hash`)."""
-    weight = model.get_output_embeddings().weight.detach().cpu().float().numpy()
-    return hashlib.sha256(np.array_str(weight, precision=1).encode()).hexdigest()
+    return matrix_hash(model.get_output_embeddings().weight.detach().cpu().float().numpy())
 
 
 def save_tuned_lens(lens, model, path, *, base_model, revision=None):

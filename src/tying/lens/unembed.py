@@ -8,10 +8,11 @@ exactly the model's logits.
 
 The final norm is found from the model, not a table of families: it is the last norm module
 (a LayerNorm, an RMSNorm, or a module whose class is named for a norm) that the base model's
-forward runs, and it is accepted only when a forward pass on a few tokens shows that it and the
-unembedding, applied to its captured input, reproduce the model's logits. A family whose logits
-are not that readout (OPT with a projection after its final norm, Gemma 2's logit soft-capping)
-is refused with one line naming it.
+forward runs, and it is accepted only when a forward pass on a few tokens shows that it, the
+unembedding and the logit post-processing the model's config states (`logit_processing`: a scalar scale,
+Cohere's `logit_scale` and Granite's `logits_scaling`, then a final soft cap, Gemma 2's
+`final_logit_softcapping`), applied to its captured input, reproduce the model's logits. A family whose
+logits are not that readout (OPT with a projection after its final norm) is refused with one line naming it.
 """
 import sys
 import weakref
@@ -53,6 +54,25 @@ def product_dtype(name, device):
     return torch.bfloat16 if native else torch.float32
 
 
+def logit_processing(config):
+    """(scale, softcap) a model applies to its unembedding's output, from its config: logits = scale x raw, then
+    softcap x tanh(logits / softcap) when softcap is not None; (1.0, None) for most families."""
+    scale = float(getattr(config, "logit_scale", None) or 1.0)  # Cohere: logits * logit_scale
+    if getattr(config, "logits_scaling", None):  # Granite: logits / logits_scaling
+        scale /= float(config.logits_scaling)
+    softcap = getattr(config, "final_logit_softcapping", None)  # Gemma 2 and 3
+    return scale, None if softcap is None else float(softcap)
+
+
+def processed(logits, scale, softcap):
+    """`logits` (float32) post-processed as logit_processing says, in place; untouched for (1.0, None)."""
+    if scale != 1.0:
+        logits.mul_(scale)
+    if softcap is not None:
+        logits.div_(softcap).tanh_().mul_(softcap)
+    return logits
+
+
 def final_norm(model):
     """The norm applied to the last residual state before the unembedding (found once per model)."""
     if model not in _FINAL_NORMS:
@@ -80,7 +100,7 @@ def _find_final_norm(model):
     if len(out.hidden_states) != model.config.num_hidden_layers + 1 or state.shape[-1] != head.in_features:
         raise PipelineError(f"no lens readout for model type {kind!r}: its last norm does not feed the unembedding "
                             f"(width {state.shape[-1]}, unembedding {head.in_features})")
-    logits = head(norm(state)).float()
+    logits = processed(head(norm(state)).float(), *logit_processing(model.config))
     if not torch.allclose(logits, out.logits.float(), rtol=1e-3, atol=1e-3 * (1 + float(logits.abs().max()))):
         raise PipelineError(f"no lens readout for model type {kind!r}: its logits are not the unembedding of its "
                             "last norm's output")
@@ -106,25 +126,34 @@ def stacked_states(model, input_ids):
 
 class Readout:
     """The frozen readout of a model as the lens's fast path uses it: the final norm (applied with
-    autograd, so gradients reach the translators) and the unembedding's weight (V, d) and bias (V or
-    None), used directly in products over many states' rows at once; with `dtype`, those products run
-    in it (a copy of the weight and bias in that dtype)."""
+    autograd, so gradients reach the translators), the unembedding's weight (V, d) and bias (V or
+    None), used directly in products over many states' rows at once, and the model's logit scale and soft cap
+    (logit_processing); with `dtype`, the products run in it (a copy of the weight and bias in that dtype)."""
 
     def __init__(self, model, dtype=None):
         head = model.get_output_embeddings()
         self.norm, self.weight, self.bias = final_norm(model), head.weight, head.bias
+        self.scale, self.softcap = logit_processing(model.config)
         if dtype is not None:
             self.weight, self.bias = (None if t is None else t.to(dtype) for t in (self.weight, self.bias))
 
     def logits(self, z):
-        """Logits of normed states: (..., d) -> (..., V), in float32 (a float32 model's: no copy)."""
-        return torch.nn.functional.linear(z.to(self.weight.dtype), self.weight, self.bias).float()
+        """Logits of normed states: (..., d) -> (..., V), in float32 (a float32 model's: no copy), scaled and
+        soft-capped as the model's are."""
+        logits = torch.nn.functional.linear(z.to(self.weight.dtype), self.weight, self.bias).float()
+        return processed(logits, self.scale, self.softcap)
+
+    def cap_slope(self, logits):
+        """d(logits)/d(scaled logits) of the soft cap at `logits` (its output), 1 - (logits / softcap)^2; None
+        without a soft cap. The lens's hand-written backward multiplies by it before state_gradient."""
+        return None if self.softcap is None else 1 - (logits / self.softcap).square()
 
     def state_gradient(self, grad_logits):
-        """dL/dz from dL/d(logits): (..., V) -> (..., d), in the products' dtype (one 2-D product: a batched
-        one runs slower on the CPU)."""
+        """dL/dz from dL/d(logits) before the soft cap (cap_slope): (..., V) -> (..., d), in the products' dtype
+        (one 2-D product: a batched one runs slower on the CPU), times the logit scale."""
         grad = grad_logits.to(self.weight.dtype)
-        return (grad.reshape(-1, grad.shape[-1]) @ self.weight).reshape(*grad.shape[:-1], -1)
+        grad = (grad.reshape(-1, grad.shape[-1]) @ self.weight).reshape(*grad.shape[:-1], -1)
+        return grad if self.scale == 1.0 else grad * self.scale
 
 
 def _states(model, module, input_ids):

@@ -282,11 +282,27 @@ def scaling_frames(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
         {"input_u": (untied.input, tied.input), "output_u": (untied.output, tied.input)},
         maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
     )
-    frame = pd.DataFrame(
-        [{"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
-         for (ref, scored, target), c in cosines.items()]
-    ).assign(n_tokens=len(ids))
     per_token = pd.concat([pd.DataFrame({"reference": ref, "scored": scored, "target": target,
                                          "token_id": ids[rows[scored]].numpy(), "cosine": c["orthogonal"].numpy()})
                            for (ref, scored, target), c in cosines.items()], ignore_index=True)
-    return frame, per_token
+    return _orthogonal_means(cosines, len(ids)), per_token
+
+
+def ceiling_frame(untied, second, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
+    """C7's ceilings: the orthogonal-Procrustes cosine against the untied E_in of a second untied run's input matrix
+    (reference "input_u") and against E_out of its output matrix ("output_u"), scored as scaling_frames scores a
+    tied matrix: how close a matrix trained for that role from another start comes. Columns as scaling_frame's."""
+    untied, second, ids = compared_rows(untied, second, keep)
+    cosines, _ = alignment_cosines(
+        {"input_u": (untied.input, second.input), "output_u": (untied.output, second.output)},
+        maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
+    )
+    return _orthogonal_means(cosines, len(ids))
+
+
+def _orthogonal_means(cosines, n_tokens):
+    """alignment_cosines' orthogonal cosines as a frame of means: reference, scored, target, cosine, n_tokens."""
+    return pd.DataFrame(
+        [{"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
+         for (ref, scored, target), c in cosines.items()]
+    ).assign(n_tokens=n_tokens)

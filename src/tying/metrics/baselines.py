@@ -140,6 +140,22 @@ def count_baselines(train_ids, val_ids, vocab, run, n_batches, at):
     n = window_count(len(train_ids), seq_len)
     at = sorted(at)
     order = drawn_windows(n, seed, batch_size, 1, at[-1]) if at[-1] else np.zeros(0, np.int64)
+    return _baselines(train_ids, val_ids, vocab, order, {step: step * batch_size for step in at}, n_batches,
+                      batch_size, seq_len)
+
+
+def corpus_baselines(train_ids, val_ids, vocab, n_batches, batch_size, seq_len):
+    """The unigram and bigram baselines counted from every training window once, on the targets of `n_batches`
+    validation batches -> one row of COLUMNS, step 0: the tables a model the pipeline did not train must beat
+    (its own training data unknown: the corpus's training split in its tokenizer)."""
+    n = window_count(len(train_ids), seq_len)
+    return _baselines(train_ids, val_ids, vocab, np.arange(n), {0: n}, n_batches, batch_size, seq_len)
+
+
+def _baselines(train_ids, val_ids, vocab, order, ends, n_batches, batch_size, seq_len):
+    """count_baselines's rows from the windows drawn, `order`, and `ends` ({step: windows drawn by then},
+    ascending): at each step, the tables of order[:end]."""
+    n = window_count(len(train_ids), seq_len)
     drawn = np.unique(order)
     sample = drawn[np.unique(np.linspace(0, len(drawn) - 1, min(len(drawn), HELD_OUT_PAIRS // seq_len)).astype(int))] \
         if len(drawn) else drawn
@@ -148,18 +164,18 @@ def count_baselines(train_ids, val_ids, vocab, run, n_batches, at):
     query = inputs * vocab + targets
     counts = Counts(np.unique(np.concatenate([query, held.ravel()])), vocab)
     rows, done = [], 0
-    for step in at:
-        new = order[done * batch_size:step * batch_size]
+    for step, end in ends.items():
+        new = order[done:end]
         for start in range(0, len(new), CHUNK_WINDOWS):
             chunk = new[start:start + CHUNK_WINDOWS]
             counts.add(window_pairs(train_ids, chunk, seq_len, vocab), chunk * FOLDS // n)
-        done = step
-        draws = np.bincount(np.searchsorted(drawn, order[:step * batch_size]), minlength=len(drawn))
+        done = end
+        draws = np.bincount(np.searchsorted(drawn, order[:end]), minlength=len(drawn))
         weight = interpolation_weight(held_out_parts(counts, held, sample * FOLDS // n,
                                                      draws[np.searchsorted(drawn, sample)]))
         ratio, seen, unigram = table_parts((counts.total(), counts.keys, vocab), query)
         bigram = unigram if np.isnan(weight) else bigram_probability(weight, ratio, seen, unigram)
-        rows.append({"step": step, "positions": step * batch_size * seq_len, "targets": len(targets),
+        rows.append({"step": step, "positions": end * seq_len, "targets": len(targets),
                      "unigram_loss": float(-np.log(unigram).mean()), "bigram_loss": float(-np.log(bigram).mean()),
                      "bigram_weight": weight})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -12,7 +12,7 @@ least once is in a bin. spread = (largest - smallest binned mean) / median binne
 fall = how far the peak bin lies above the lowest bin before it and after it, relative to the
 peak (0 when the peak is the first or the last bin); drift = the largest relative change of a
 bin's mean norm from the same tokens' step-0 norms, and net_drift the same against the step-0 norms
-shrunk by the run's no-gradient level (tying.train.decay): what the gradients did beyond the weight
+shrunk by the run's no-gradient level (tying.plan.decay): what the gradients did beyond the weight
 decay alone. Chance level of rise-and-fall: the same
 statistic with the norms shuffled across the tokens of each matrix (a flat profile by
 construction, binned alike), `shuffled_rise_fall`.
@@ -36,7 +36,7 @@ def norm_frequency_frame(untied, tied, token_set, initial=None, levels=(np.nan, 
     (training-split occurrences) and, for a trained pair, drawn and per_million of the analysed
     tokens (tying.data.token_sets); initial: the two models' step-0 Embeddings (untied, tied), whose
     norms fill `initial_norm` (else NaN); levels: the two runs' no-gradient levels at the analysed step
-    (tying.train.decay.checkpoint_level; NaN: not recorded). Returns columns matrix ("untied_input",
+    (tying.plan.decay.checkpoint_level; NaN: not recorded). Returns columns matrix ("untied_input",
     "untied_output", "tied"), token_id, count, drawn, per_million (NaN where the set has none), norm,
     initial_norm, no_gradient_level, n_tokens.
     """

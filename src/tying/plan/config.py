@@ -1,4 +1,5 @@
 """Config validation with one-line errors, and the derived values rules need."""
+import copy
 import json
 import os
 from pathlib import Path
@@ -11,11 +12,16 @@ from snakemake.utils import validate
 from tying.checkpoints.checkpoint_files import stored_tensors
 from tying.checkpoints.layouts import LAYOUTS, vocab_size
 from tying.checkpoints.lens_folder import read_lens_config
+from tying.checkpoints.tokenizer_files import folder_tokens
+from tying.checkpoints.unembedding_hash import stored_unembedding_hashes
 from tying.errors import PipelineError
-from tying.plan import lens_budget
-from tying.plan.pairs import (claims_pairs, is_local, is_trained, model_dims, pair_schedule, schedule, trained,
-                              unwritten_trajectories)
+from tying.plan import c3_by_width, lens_budget
+from tying.plan.decay import weight_decay_for
+from tying.plan.grid import add_cells
+from tying.plan.pairs import (claims_pairs, is_local, is_trained, local_pair, model_dims, pair_schedule, schedule,
+                              tokenizer_dir, trained, unwritten_trajectories)
 from tying.plan.recipes import clip_qkv, init_scheme
+from tying.plan.run_spec import RunSpec
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
@@ -31,13 +37,39 @@ def check_schema(config, schema_path):
     """Validate `config` against the schema alone (filling its defaults, in the schema's key order), or raise
     PipelineError naming the key and what is allowed."""
     schema = yaml.safe_load(open(schema_path))
+    written = copy.deepcopy(config)  # validate fills in defaults as it goes: an error shows what the user wrote
     try:
         validate(config, schema_path)
     except WorkflowError:
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
-        key = ".".join(map(str, error.absolute_path)) or "(top level)"
-        raise PipelineError(f"{key}: {error.message}") from None
+        errors = jsonschema.Draft202012Validator(schema).iter_errors(written)
+        raise PipelineError(_error_line(jsonschema.exceptions.best_match(errors), schema)) from None
     schema_order(config, schema)
+
+
+def _error_line(error, root):
+    """A schema error as one line: the config key, then what is wrong. A mapping that matches none of a oneOf's
+    or anyOf's mappings (a model reference) is told the key none of them knows, else what the one whose
+    required keys it has refuses, else that it is incomplete, beside the shapes it may take."""
+    key = ".".join(map(str, error.absolute_path)) or "(top level)"
+    options = [_resolved(option, root) for option in error.schema.get(error.validator, [])] \
+        if error.validator in ("oneOf", "anyOf") else []
+    options = [option for option in options if "properties" in option]
+    if not options or not isinstance(error.instance, dict):
+        return f"{key}: {error.message}"
+    shapes = ["{" + ", ".join(option["properties"]) + "}" for option in options]
+    shapes = f"(keys: {', '.join(shapes[:-1])} or {shapes[-1]})" if len(shapes) > 1 else f"(keys: {shapes[0]})"
+    unknown = [name for name in error.instance if not any(name in option["properties"] for option in options)]
+    if unknown:
+        return f"{key}: unknown key {unknown[0]!r} {shapes}"
+    for option in options:
+        if set(option.get("required", [])) <= set(error.instance):
+            extra = [name for name in error.instance if name not in option["properties"]]
+            if extra:
+                return f"{key}: {extra[0]!r} is not a key of {{{', '.join(option['properties'])}}} {shapes}"
+            own = jsonschema.Draft202012Validator({**option, "$defs": root.get("$defs", {})})
+            inner = jsonschema.exceptions.best_match(own.iter_errors(error.instance))
+            return f"{'.'.join([key, *map(str, inner.relative_path)])}: {inner.message}"
+    return f"{key}: {{{', '.join(error.instance)}}} is incomplete {shapes}"
 
 
 def schema_order(value, schema, root=None):
@@ -72,7 +104,8 @@ def _resolved(schema, root):
 
 
 def check(config, schema_path):
-    """check_schema, then what the schema cannot say (shards, schedules, pairs, survey), as a PipelineError."""
+    """check_schema, then what the schema cannot say (shards, schedules, pairs, survey), as a PipelineError.
+    Returns the lines a run prints once: how many token strings each pair of local models shares."""
     check_schema(config, schema_path)
     _check_shards(config["corpus"])
     train, runs = config["train"], schedule(config)
@@ -100,14 +133,17 @@ def check(config, schema_path):
     if config["lens"]["fisher"] and not config["lens"]["whiten"]:
         raise PipelineError("lens.fisher: whitens the translators' output side on top of their input side; "
                             "it needs lens.whiten: true")
-    _check_pairs(config)
+    local = _check_pairs(config)
     _check_knn(config)
+    shared = _check_shared_tokens(config, local)
     _check_survey(config)
     lens_budget.check(config)
+    c3_by_width.check(config)
     unwritten = unwritten_trajectories(config)
     if unwritten:
         raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.hub.revisions "
                             "match (docs/statistics.md, Claims over training)")
+    return shared
 
 
 def _check_survey(config):
@@ -139,8 +175,9 @@ def _check_shards(corpus):
 
 
 def _check_pairs(config):
-    """Cross-references the schema cannot state: names that must exist, steps that must be exported."""
-    pairs = config.get("pairs", {})
+    """Cross-references the schema cannot state: names that must exist, steps that must be exported. Returns
+    {(pair, role): (token strings by id, rows)} of each local model (_check_local)."""
+    pairs, local = config.get("pairs", {}), {}
     for name, pair in pairs.items():
         for role in ("tied", "untied"):
             ref = pair.get(role)
@@ -162,13 +199,14 @@ def _check_pairs(config):
                                         + (" (a control's tied role is an untied run)" if "control" in pair else ""))
             if ref and is_local(ref):
                 control = role == "tied" and "control" in pair  # a control's tied role is an untied model
-                _check_local(f"pairs.{name}.{role}.path", ref["path"], tied=role == "tied" and not control,
-                             control=control)
+                local[name, role] = _check_local(f"pairs.{name}.{role}.path", ref, tied=role == "tied" and not control,
+                                                 control=control)
         if isinstance(pair.get("lens"), dict):
             _check_given_lens(config, name, pair)
         if is_local(pair["untied"]):
-            for step, path in pair.get("evolution", {}).items():
-                _check_local(f"pairs.{name}.evolution.{step}", path, tied=False)
+            for step, path in pair.get("evolution", {}).items():  # checkpoints of the untied model: its tokenizer
+                _check_local(f"pairs.{name}.evolution.{step}", {**pair["untied"], "path": path}, tied=False,
+                             tokenizer_key=f"pairs.{name}.untied.tokenizer")
             if pair.get("trajectory"):
                 raise PipelineError(f"pairs.{name}.trajectory: matched hub revisions; a local pair has none "
                                     "(its evolution names its checkpoints' directories)")
@@ -196,7 +234,8 @@ def _check_pairs(config):
         if target in NEEDS_TIED and "tied" not in pairs[pair]:
             raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
         further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
-        if (target in NEEDS_EVOLUTION and not further_claims and not trained(config, pair)
+        local_claims = target == "claims" and local_pair(config, pair)  # without checkpoints: C4 not testable here
+        if (target in NEEDS_EVOLUTION and not further_claims and not local_claims and not trained(config, pair)
                 and "evolution" not in pairs[pair]):
             local = is_local(pairs[pair]["untied"])
             raise PipelineError(f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "
@@ -205,16 +244,24 @@ def _check_pairs(config):
     if dose in pairs and not pairs[dose].get("scaled"):
         raise PipelineError(f"tables.c7_dose: pair {dose!r} has no input-scaled variants (pairs.{dose}.scaled), "
                             "so no dose but the tied run's")
+    ceiling = config["analysis"]["ceiling_variant"]
+    if dose in pairs and config["variants"].get(ceiling, {}).get("tied", True):
+        raise PipelineError(f"analysis.ceiling_variant: {ceiling!r} is not an untied variant "
+                            f"({', '.join(v for v, spec in config['variants'].items() if not spec['tied']) or 'none'}); "
+                            "the C7 dose table divides C7a and C7b by a second untied run's cosines")
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
         raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
                             "train.checkpoints")
+    return local
 
 
-def _check_local(where, path, tied, control=False):
-    """A local model at `where` (a config key): a directory holding a config.json and weights, tied when `tied`
-    and untied otherwise, as far as its files say without loading it (local_tying)."""
-    directory = Path(path)
+def _check_local(where, ref, tied, control=False, tokenizer_key=None):
+    """A local model `ref` ({path, tokenizer}) at `where` (a config key): a directory holding a config.json and
+    weights, tied when `tied` and untied otherwise, as far as its files say without loading it (local_tying),
+    and a tokenizer (tokenizer_dir; the key of a `tokenizer:` folder is `tokenizer_key`, by default beside
+    `where`). Returns (its token strings by id, its rows: config.json's vocab_size)."""
+    directory = Path(ref["path"])
     if not directory.is_dir():
         raise PipelineError(f"{where}: no directory {directory}")
     model_config = _model_config(where, directory)
@@ -228,12 +275,40 @@ def _check_local(where, path, tied, control=False):
         raise PipelineError(f"{where}: {directory} is {'a tied' if tied_here else 'an untied'} model ({said}), but "
                             f"its role needs {'a tied' if tied else 'an untied'} one"
                             + (" (a control's tied role is an untied model)" if control else ""))
+    try:
+        tokens = folder_tokens(tokenizer_dir(ref))
+    except PipelineError as err:
+        key = (tokenizer_key or where.rsplit(".", 1)[0] + ".tokenizer") if "tokenizer" in ref else where
+        raise PipelineError(f"{key}: {err}") from None
+    return tokens, vocab_size(model_config)
+
+
+def _check_shared_tokens(config, local):
+    """Each pair of local models a target reads shares at least analysis.min_shared_tokens token strings, and
+    more than analysis.knn_k (its members are compared on the strings both tokenizers hold:
+    tying.checkpoints.embeddings.shared_tokens); `local`: _check_pairs's. Returns a line per pair saying how many."""
+    analysis, lines = config["analysis"], []
+    least = max(analysis["min_shared_tokens"], analysis["knn_k"] + 1)
+    for name in dict.fromkeys(pair for _, pair in _targets(config)):
+        if (name, "tied") not in local or (name, "untied") not in local:
+            continue
+        sets = {role: set(local[name, role][0]) - {None} for role in ("tied", "untied")}
+        shared = len(sets["tied"] & sets["untied"])
+        sizes = "; ".join(f"{role} {len(sets[role]):,} tokens" + (f" in {rows:,} rows" if rows else "")
+                          for role, rows in ((r, local[name, r][1]) for r in ("tied", "untied")))
+        if shared < least:
+            raise PipelineError(f"pairs.{name}: its models share {shared:,} token strings ({sizes}), fewer than the "
+                                f"{least:,} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
+        lines.append(f"pair {name!r}: its models share {shared:,} token strings ({sizes}); every table of the pair "
+                     "compares them on those")
+    return lines
 
 
 def _check_given_lens(config, name, pair):
     """A pair's given lenses (`lens: {role: DIR}`): tuned-lens folders as wide and deep as their model, where the
-    config can know it (a trained run's architecture, a local model's config.json; a hub model's, and every
-    unembedding hash, the lens job checks)."""
+    config can know it (a trained run's architecture, a local model's config.json; a hub model's the lens job
+    checks), and made for a local model's very unembedding where the lens states its hash (the hash of the
+    stored output matrix under any dtype the model may have been loaded in; the lens job checks the rest)."""
     for role, path in pair["lens"].items():
         where = f"pairs.{name}.lens.{role}"
         if role not in pair:
@@ -256,6 +331,11 @@ def _check_given_lens(config, name, pair):
             raise PipelineError(f"{where}: {path} is a lens for d_model {lens['d_model']} and "
                                 f"{lens['num_hidden_layers']} layers; the {role} model has d_model {model[0]} and "
                                 f"{model[1]} layers")
+        if is_local(ref) and lens.get("unembed_hash"):
+            hashes = stored_unembedding_hashes(ref["path"], tied=role == "tied" and "control" not in pair)
+            if hashes and lens["unembed_hash"] not in hashes.values():
+                raise PipelineError(f"{where}: {path} is a lens for another model's unembedding (its unembed_hash "
+                                    f"is not that of {ref['path']}'s output matrix)")
 
 
 def _model_config(where, directory):
@@ -284,8 +364,8 @@ def local_tying(model_config, stored):
 
 
 def local_paths(config, base):
-    """`config` with each local model's path ({path}, a local pair's evolution directories, a pair's given lens
-    folders) made absolute
+    """`config` with each local model's path ({path} and its tokenizer folder, a local pair's evolution
+    directories, a pair's given lens folders) made absolute
     against `base` (where snakemake started: jobs read them from the run's workdir), in place; anything the
     schema will refuse is left as it is."""
     for pair in (config.get("pairs") or {}).values():
@@ -295,6 +375,8 @@ def local_paths(config, base):
             ref = pair.get(role)
             if isinstance(ref, dict) and isinstance(ref.get("path"), str):
                 ref["path"] = _absolute(ref["path"], base)
+                if isinstance(ref.get("tokenizer"), str):
+                    ref["tokenizer"] = _absolute(ref["tokenizer"], base)
         if isinstance(pair.get("lens"), dict):  # given lens folders
             pair["lens"] = {role: _absolute(path, base) if isinstance(path, str) else path
                             for role, path in pair["lens"].items()}
@@ -338,17 +420,24 @@ def _targets(config):
 
 def run_params(config, arch, variant):
     """Everything from the config that determines one training run's weights (RunSpec fields
-    but seed and vocabulary); as a rule's params, a change to any of them reruns the job."""
-    train, var = config["train"], config["variants"][variant]
+    but seed and vocabulary, the weight decay resolved from train.total_decay where that is set); as a rule's
+    params, a change to any of them reruns the job. train.lr is the architecture's own `train.lr` where it has
+    one (a scaling size's `lr`)."""
+    own, var = config["architectures"][arch].get("train", {}), config["variants"][variant]
+    train = {**config["train"], **({"lr": own["lr"]} if "lr" in own else {})}
     runs = schedule(config, {"arch": arch, "variant": variant})
     keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
             "grad_accum", "dtype", "adam_eps")
     family, dims = config["architectures"][arch]["family"], model_dims(config, arch)
-    return {"family": family, **dims, "init": init_scheme(family, dims["init"]),
-            "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
-            "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
-            **{k: var[k] for k in ("init_offset", "data_offset") if var.get(k)},  # absent: as before offsets
-            "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
+    run = {"family": family, **dims, "init": init_scheme(family, dims["init"]),
+           "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
+           "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
+           **{k: var[k] for k in ("init_offset", "data_offset") if var.get(k)},  # absent: as before offsets
+           "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
+    if train.get("total_decay"):  # the weight decay whose total over this run's schedule is train.total_decay
+        unit = RunSpec.from_dict({**run, "seed": 0, "vocab_size": 0, "eos_id": 0})
+        run["weight_decay"] = weight_decay_for(unit, train["total_decay"])
+    return run
 
 
 def typed_overrides(config, overrides):
@@ -449,3 +538,20 @@ def load(*configfiles, default=None):
     root = Path(__file__).resolve().parents[3]
     return layered(default or root / "config.yaml", [root / f if not Path(f).is_absolute() else f
                                                      for f in configfiles])
+
+
+def prepared(*configfiles, overrides=None, launch_dir=None, replace=False):
+    """The config a build of this checkout runs, checked: config.yaml (none when `replace`), then each of
+    `configfiles` (relative to `launch_dir`, default this checkout), then the `--config` `overrides`, typed;
+    local paths made absolute against `launch_dir`; the schema's defaults filled in, the scaling grid's cells
+    added as pairs and every check passed (PipelineError otherwise)."""
+    root = Path(__file__).resolve().parents[3]
+    base = Path(launch_dir or root)
+    schema = root / "workflow" / "schemas" / "config.schema.yaml"
+    config = layered(root / "config.yaml", [base / f for f in configfiles], overrides, replace)
+    typed_overrides(config, overrides or {})
+    local_paths(config, str(base))
+    check_schema(config, schema)
+    add_cells(config)
+    check(config, schema)
+    return config

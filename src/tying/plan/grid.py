@@ -12,6 +12,7 @@ analysis, lens) is the config's own, shared by every cell:
         - {hidden_size: 96, layers: 3, heads: 4, intermediate_size: 384}   # heads, intermediate_size: optional
         - {hidden_size: 96, layers: 6, scaled: []}   # scaled: this size's own input-scaled variants
         - {hidden_size: 96, layers: 12, steps: [3000]}   # steps: this size's own budgets in place of scaling.steps
+        - {hidden_size: 384, layers: 3, lr: 0.002}   # lr: this size's peak learning rate in place of train.lr
       steps: [300, 1500]          # the token-budget axis: optimizer steps of each run (optional when every
                                   # size names its own)
       checkpoint_fractions: [0, 1]  # exported steps, as fractions of a cell's steps (0 and 1 required)
@@ -23,6 +24,7 @@ analysis, lens) is the config's own, shared by every cell:
       lens_reference: all         # lens cells whose C3 certificate also trains the 4x reference lens
       exclude: []                 # cells of the sizes x steps product left out, by name
       c3_by_depth: false          # also C3 against depth over the lens cells, which need one a depth
+      c3_by_width: false          # also C3 by state against width over the lens cells, which need one a width
 
 A cell is one (size, steps) of the product, less `exclude`; its name is `d{hidden}_l{layers}_s{steps}`
 (d96_l3_s300). A size with its own `steps` crosses those instead of the shared axis: models of different
@@ -33,7 +35,9 @@ and one pair, both named after it (`config_entries`): cells with the same size b
 separate runs, since the learning-rate schedule depends on the total steps, so a 300-step run is not a
 1500-step run's step-300 checkpoint. Its architecture entry carries the cell's schedule as
 `architectures.<cell>.train: {steps, checkpoints}`, a per-architecture override of train.steps and
-train.checkpoints that tying.plan.pairs.schedule reads. `merge` adds the entries to the config as it is
+train.checkpoints that tying.plan.pairs.schedule reads, and a size's own `lr` as `train.lr` there, which
+tying.plan.config.run_params reads in place of train.lr (models of different width train stably at
+different rates). `merge` adds the entries to the config as it is
 loaded (workflow/rules/common.smk, before the config check), so each cell is an ordinary
 architecture and pair to every rule.
 
@@ -79,6 +83,7 @@ class Cell:
     scaled: tuple = ("tied_x5",)
     lens: bool = True
     lens_reference: bool = True
+    lr: float | None = None  # the size's own peak learning rate; None: train.lr
 
     @property
     def name(self):
@@ -98,10 +103,11 @@ class Cell:
         return embedding / (non_embedding + embedding)
 
     def architecture(self):
-        """The cell's `architectures` entry: family, dims, and its schedule under `train`."""
+        """The cell's `architectures` entry: family, dims, and its schedule (and its own lr) under `train`."""
+        train = {"steps": self.steps, "checkpoints": list(self.checkpoints)}
         return {"family": FAMILY, "hidden_size": self.hidden_size, "layers": self.layers, "heads": self.heads,
                 "intermediate_size": self.intermediate_size,
-                "train": {"steps": self.steps, "checkpoints": list(self.checkpoints)}}
+                "train": train | ({"lr": self.lr} if self.lr is not None else {})}
 
     def pair(self):
         """The cell's `pairs` entry: its tied and untied runs, the scaled variants, the seeds, the lens flags."""
@@ -149,7 +155,7 @@ def cells(config):
             checkpoints = tuple(sorted({round(f * steps) for f in fractions}))
             out.append(Cell(**dims, steps=steps, checkpoints=checkpoints, seeds=seeds,
                             batch_size=config["train"]["batch_size"], seq_len=config["model"]["seq_len"],
-                            vocab_size=config["tokenizer"]["vocab_size"], **own))
+                            vocab_size=config["tokenizer"]["vocab_size"], lr=size.get("lr"), **own))
     names = [c.name for c in out]
     if len(set(names)) < len(names):
         raise PipelineError("scaling.sizes: two sizes share a hidden size and layer count, so their cells' names "
@@ -167,22 +173,25 @@ def cells(config):
     out = [replace(c, lens=_listed(lens, c.name), lens_reference=_listed(lens, c.name) and _listed(reference, c.name))
            for c in out if c.name not in excluded]
     if grid.get("c3_by_depth"):
-        _one_lens_cell_a_depth(out)
+        _one_lens_cell_each(out, "c3_by_depth", "layers", "a depth of {} layers", "a depth")
+    if grid.get("c3_by_width"):
+        _one_lens_cell_each(out, "c3_by_width", "hidden_size", "a width of {}", "a width")
     return out
 
 
-def _one_lens_cell_a_depth(grid_cells):
-    """C3 by depth's cells, the lens cells, are told apart by depth alone: at least one, and one a depth."""
-    by_depth = {}
+def _one_lens_cell_each(grid_cells, study, axis, shared, each):
+    """A study's cells, the lens cells, are told apart by one `axis` (a Cell attribute) alone: at least one, and
+    one for each value of it."""
+    by_value = {}
     for c in grid_cells:
         if c.lens:
-            by_depth.setdefault(c.layers, []).append(c.name)
-    if not by_depth:
-        raise PipelineError("scaling.c3_by_depth: no cell has the tuned lens (scaling.lens), so there is no C3 to plot")
-    for layers, names in sorted(by_depth.items()):
+            by_value.setdefault(getattr(c, axis), []).append(c.name)
+    if not by_value:
+        raise PipelineError(f"scaling.{study}: no cell has the tuned lens (scaling.lens), so there is no C3 to plot")
+    for value, names in sorted(by_value.items()):
         if len(names) > 1:
-            raise PipelineError(f"scaling.c3_by_depth: lens cells {', '.join(names)} share a depth of {layers} "
-                                "layers; give one lens cell a depth (scaling.lens)")
+            raise PipelineError(f"scaling.{study}: lens cells {', '.join(names)} share {shared.format(value)}; "
+                                f"give one lens cell {each} (scaling.lens)")
 
 
 def _steps(grid, size, key):

@@ -33,10 +33,40 @@ def is_local(ref):
     return "path" in ref
 
 
+def tokenizer_dir(ref):
+    """The folder holding a local model's tokenizer: its `tokenizer` key's, else its own directory."""
+    return ref.get("tokenizer", ref["path"])
+
+
+def local_tokenizers(config, pair, roles=ROLES):
+    """{role}_tokenizer: the folder of each of `roles` of the pair that is a local model naming a tokenizer
+    folder of its own (`tokenizer:`), as a metric job's extra inputs (load_embeddings' `tokenizer`); {} otherwise."""
+    p = config["pairs"][pair]
+    return {f"{role}_tokenizer": p[role]["tokenizer"] for role in roles if "tokenizer" in p.get(role, {})}
+
+
 def trained(config, pair):
     """True when `pair`'s untied model is a run the pipeline trains (its metrics have seeds, a token
     set, training logs); False for a released pair (one pair of models)."""
     return is_trained(config["pairs"][pair]["untied"])
+
+
+def local_pair(config, pair):
+    """True when both of a pair's models are local directories ({path}): the pipeline can run them, so its claims
+    get an LM row (the rule local_quality), but it has neither their training data nor their training run."""
+    p = config["pairs"][pair]
+    return all(role in p and is_local(p[role]) for role in ROLES)
+
+
+def released_models(config, pair):
+    """A released pair's models as a figure title names them, "tied vs untied": a hub model's repository, a local
+    directory's name; None for a trained pair (its title names its step)."""
+    if trained(config, pair):
+        return None
+    p = config["pairs"][pair]
+    name = {role: p[role]["path"].rstrip("/").rsplit("/", 1)[-1] if is_local(p[role]) else p[role]["hub"]
+            for role in ROLES if role in p}
+    return " vs ".join(name[role] for role in ROLES if role in name)
 
 
 def released_pairs(config, pairs):
@@ -271,10 +301,11 @@ def drawn_steps(config, steps):
 def lens_tokens_source(config, pair, role):
     """Where a lens of a pair's model reads its token arrays: None for a trained run (the pipeline's
     tokens), else the corpus in the model's own tokenizer: {repo, revision} of a hub model, {dir} of a local
-    one (its absolute path without the leading /, the wildcard of results/local/tokens/{dir})."""
+    one (its tokenizer's folder, tokenizer_dir, absolute without the leading /: the wildcard of
+    results/local/tokens/{dir})."""
     ref = config["pairs"][pair][role]
     if is_local(ref):
-        return {"dir": ref["path"].lstrip("/")}
+        return {"dir": tokenizer_dir(ref).lstrip("/")}
     return None if is_trained(ref) else {"repo": ref["hub"], "revision": revision(ref)}
 
 
@@ -304,8 +335,12 @@ def claims_sources(config):
 
 def pair_claims_metrics(config, pair):
     """The per-seed metrics a pair's claims read: every claim's for a trained pair, the first three for
-    a released one (no training-time metrics); `scaling` (C7) only when the pair has the variant
+    a released one (no training-time metrics), a local pair's evolution only where it names its checkpoints,
+    and its models' quality (local_pair); `scaling` (C7) only when the pair has the variant
     analysis.scaled_variant names."""
+    if local_pair(config, pair):
+        return [m for m in RELEASED_CLAIMS_METRICS if m != "evolution" or "evolution" in config["pairs"][pair]] + \
+            ["quality"]
     if not trained(config, pair):
         return list(RELEASED_CLAIMS_METRICS)
     scaled = config["analysis"]["scaled_variant"] in config["pairs"][pair].get("scaled", [])

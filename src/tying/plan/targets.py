@@ -11,7 +11,7 @@ import re
 import string
 from pathlib import Path
 
-from tying.plan import lens_budget
+from tying.plan import c3_by_width, lens_budget
 from tying.plan.config import layered
 from tying.plan.grid import add_cells
 from tying.plan.pairs import checkpoint_groups, pair_seeds, trained
@@ -28,6 +28,7 @@ NAMED = (
     (r"results/tables/scaling(?:_exposure)?\.(?:csv|md)|figures/scaling\.pdf", "scaling: {{sizes: ..., seeds: ...}}"),
     (r"results/tables/c7_dose\.(?:csv|md)|figures/c7_dose\.pdf", "tables: {{c7_dose: <pair>}}"),
     (r"results/tables/c3_by_depth\.(?:csv|md)|figures/c3_by_depth\.pdf", "scaling: {{c3_by_depth: true}}"),
+    (r"results/tables/c3_by_width\.(?:csv|md)|figures/c3_by_width\.pdf", "scaling: {{c3_by_width: true}}"),
     (r"results/tables/c3_by_lens\.(?:parquet|md)|figures/c3_by_lens\.pdf", "lens_budget: {{comparisons: ...}}"),
     (r"results/tables/survey\.(?:csv|md)|figures/survey\.pdf", "survey: {{comparisons: ...}}"),
 )
@@ -37,6 +38,7 @@ PAIR_PATHS = (
     "results/metrics/lens/{pair}/{role}/seed{seed}.parquet",
     "results/metrics/lens/{pair}/{role}/seed{seed}.windows.parquet",
     "results/metrics/lens/{pair}/{role}/seed{seed}.convergence.parquet",
+    "results/metrics/residual_share/{pair}/{role}/seed{seed}.parquet",
     "results/lens/{pair}/{role}/seed{seed}.safetensors",
     "results/token_sets/{pair}/seed{seed}.parquet",
     "results/token_sets/{pair}/seed{seed}_by_step.parquet",
@@ -50,7 +52,8 @@ RUN_PATHS = (
 )
 NAME = "[A-Za-z0-9_]+"  # the schema's pattern for the names a config gives
 WILDCARDS = {
-    "metric": "alignment|knn|scaling|scaling_tokens|evolution|evolution_tokens|grad_flow|norm_freq|quality|trajectory",
+    "metric": "alignment|knn|scaling|scaling_tokens|evolution|evolution_tokens|grad_flow|norm_freq|quality|"
+              "local_quality|trajectory",
     "downstream": "perplexity|lm_eval", "pair": NAME, "arch": NAME, "variant": NAME, "seed": r"\d+",
     "step": r"\d+", "role": "tied|untied", "matrix": "input|output|mixture",
 }
@@ -74,6 +77,8 @@ def targets(config):
                   "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"]
         if config["scaling"].get("c3_by_depth"):
             files += ["results/tables/c3_by_depth.csv", "results/tables/c3_by_depth.md", "figures/c3_by_depth.pdf"]
+    if c3_by_width.built(config):
+        files += [f"{c3_by_width.TABLE}.csv", f"{c3_by_width.TABLE}.md", c3_by_width.FIGURE]
     if lens_budget.built(config):
         files += [f"{lens_budget.TABLE}.parquet", f"{lens_budget.TABLE}.md", lens_budget.FIGURE]
     return files

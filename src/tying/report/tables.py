@@ -40,6 +40,9 @@ KNN_COLUMNS = {"overlap": "overlap", "null_overlap": "null (rows permuted)", "ch
 LOSS_METRICS = {"val_loss": "val loss", "bigram_loss": "bigram table", "margin": "val loss - bigram",
                 "unigram_loss": "unigram table", "perplexity": "perplexity"}
 
+# Table 1's cells of a map a comparison across widths cannot have (only the linear map maps one width to another).
+UNDEFINED, UNDEFINED_WHY = "undefined (widths differ)", "none: identity and orthogonal maps need equal widths"
+
 # The same Table 7 numbers beside a measured WikiText-2 column (downstream.perplexity.label: WikiText-2).
 WIKITEXT2 = "WikiText-2 perplexity"
 
@@ -84,12 +87,28 @@ def alignment_means(alignment, step=None, released=()):
 
 def table1(alignment, step=None, released=()):
     """Table 1: rows (pair, comparison, map), columns in-sample (beside the paper), held-out and
-    their chance levels, and the tokens compared; `released`: pairs of hub models (token bootstrap)."""
-    summary = alignment_means(alignment, step, released)
+    their chance levels, and the tokens compared; `released`: pairs of hub models (token bootstrap). A
+    comparison of matrices of different widths keeps its rows of the maps that need equal widths, each
+    cell saying so (UNDEFINED)."""
+    summary = _with_undefined_maps(alignment_means(alignment, step, released))
     paper = {(*key, "in_sample"): value for key, value in published.TABLE1.items()}
     table = _widen(summary, ["pair", "comparison", "map"], "fit", FITS,
                    {"comparison": ALIGNMENT_COMPARISONS, "map": MAPS}, paper)
+    undefined = table["interval"] == UNDEFINED_WHY
+    table.loc[undefined, list(FITS.values())] = UNDEFINED
     return _with_tokens(table, at_step(alignment, step))
+
+
+def _with_undefined_maps(summary):
+    """`summary` (alignment_means) with a row per fit of each map a comparison lacks because it has the linear
+    map alone (alignment_frame fits only that one across widths): mean NaN, interval UNDEFINED_WHY."""
+    rows = []
+    for _, group in summary.groupby(["pair", "comparison"], sort=False):
+        if set(group["map"]) == {"linear"}:
+            nan = math.nan
+            rows += [group.assign(map=name, mean=nan, ci_low=nan, ci_high=nan, interval=UNDEFINED_WHY)
+                     for name in MAPS if name != "linear"]
+    return pd.concat([summary, *rows], ignore_index=True)
 
 
 def table5(knn, step=None, released=()):

@@ -15,7 +15,8 @@ import torch.distributed as dist
 from tying.errors import PipelineError
 from tying.train.ranks import Ranks, local_batch
 from tying.runtime import configure
-from tying.train.loop import RunSpec, train_from_files
+from tying.plan.run_spec import RunSpec
+from tying.train.loop import train_from_files
 
 
 def launch(nproc, spec, files, work_dir, *, checkpoint_dirs, log_path, provenance_path, device="cpu", name="run",

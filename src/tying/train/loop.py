@@ -4,8 +4,6 @@ Read top to bottom: build model, optimizer, schedule; resume if a matching state
 (batch, forward, backward, provenance, clip, step); at each checkpoint step evaluate, export and
 save the full state; at the end move the exports into place and write the logs.
 """
-import dataclasses
-import hashlib
 import json
 import math
 import shutil
@@ -25,62 +23,11 @@ from tying.train.cross_entropy import NextTokenLoss
 from tying.train.grad_provenance import GradientTap
 from tying.io import atomic_path
 from tying.plan.recipes import init_scheme
-from tying.train.models import build_model, init_seed, model_config
+from tying.plan.run_spec import lr_lambda
+from tying.train.models import build_model, init_seed, run_config
 from tying.train.ranks import LOCAL
 from tying.data.tokenizer import load as load_tokenizer
 from tying.data.tokens import load_ids
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSpec:
-    """Everything that determines a run's weights (its fingerprint guards resuming)."""
-    family: str
-    vocab_size: int
-    eos_id: int
-    hidden_size: int
-    layers: int
-    heads: int
-    intermediate_size: int | None
-    seq_len: int
-    tied: bool
-    input_grad_scale: float
-    seed: int
-    steps: int
-    batch_size: int
-    lr: float
-    warmup: int
-    min_lr_ratio: float
-    weight_decay: float
-    grad_clip: float
-    checkpoints: tuple
-    eval_batches: int
-    grad_accum: int = 1
-    dtype: str = "float32"
-    init: str = "auto"  # a scheme of tying.train.initialisation, or the family's own (tying.plan.recipes)
-    clip_qkv: float | None = None
-    adam_eps: float = 1e-8
-    init_offset: int = 0  # another initialisation for the same seed and batches (tying.train.models.init_seed)
-    data_offset: int = 0  # the batches of seed + data_offset, the initialisation of the seed (its mirror)
-
-    @classmethod
-    def from_dict(cls, fields):
-        """The spec of `to_dict`'s fields, or of JSON's or a rule's copy of them (checkpoints a list)."""
-        return cls(**{**fields, "checkpoints": tuple(fields["checkpoints"])})
-
-    def to_dict(self):
-        fields = dataclasses.asdict(self)
-        for offset in ("init_offset", "data_offset"):  # a run without one keeps the fingerprint it had before it
-            if not fields[offset]:
-                del fields[offset]
-        return fields
-
-    def fingerprint(self):
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
-
-    def config(self):
-        return model_config(self.family, vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-                            layers=self.layers, heads=self.heads, seq_len=self.seq_len, tied=self.tied,
-                            eos_id=self.eos_id, intermediate_size=self.intermediate_size, clip_qkv=self.clip_qkv)
 
 
 @torch.no_grad()
@@ -93,19 +40,9 @@ def evaluate(model, batches, device):
     return total / sum(y.numel() for _, y in batches)
 
 
-def lr_lambda(spec):
-    """Linear warmup to 1, then cosine decay to min_lr_ratio at the last step."""
-    def factor(step):
-        if step < spec.warmup:
-            return (step + 1) / spec.warmup
-        progress = (step - spec.warmup) / max(1, spec.steps - spec.warmup)
-        return spec.min_lr_ratio + (1 - spec.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-    return factor
-
-
 def build(spec, device):
     """Model, gradient tap, optimizer and schedule for `spec` at step 0."""
-    model = build_model(spec.config(), init_seed(spec.seed, spec.tied, spec.init_offset), init_scheme(spec.family, spec.init)).to(device)
+    model = build_model(run_config(spec), init_seed(spec.seed, spec.tied, spec.init_offset), init_scheme(spec.family, spec.init)).to(device)
     model.train()
     tap = GradientTap(model, spec.input_grad_scale)
     decay = [p for p in model.parameters() if p.ndim >= 2]

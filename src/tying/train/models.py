@@ -35,6 +35,13 @@ def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tie
         tie_word_embeddings=tied, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=None)
 
 
+
+def run_config(spec):
+    """The transformers config of a training run's spec (tying.plan.run_spec.RunSpec)."""
+    return model_config(spec.family, vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, layers=spec.layers,
+                        heads=spec.heads, seq_len=spec.seq_len, tied=spec.tied, eos_id=spec.eos_id,
+                        intermediate_size=spec.intermediate_size, clip_qkv=spec.clip_qkv)
+
 def init_seed(seed, tied, offset=0):
     """Initialisation seed: replicates differ, and tied and untied runs of one seed start from
     different random matrices (as the paper's released pairs do); tied variants share theirs. A nonzero

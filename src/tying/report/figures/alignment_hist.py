@@ -12,12 +12,13 @@ CHANCE_COLOUR = "0.6"
 SERIES = {"input_u->tied": ("Input(U) -> Tied", "input"), "output_u->tied": ("Output(U) -> Tied", "output")}
 
 
-def plot_alignment_hist(alignment, path, pair="main", step=None):
+def plot_alignment_hist(alignment, path, pair="main", step=None, models=None):
     """Histograms of the in-sample linear-map cosines, pooled over seeds; dashed lines at Table 1's
     means; in grey behind them, the chance level (both comparisons with the target's rows permuted).
 
     alignment: tidy frame (pair, seed, step, comparison, map, scored, target, token_id, cosine);
-    last step of `pair` unless `step` is given. Returns the (closed) figure.
+    last step of `pair` unless `step` is given; models: a released pair's models ("tied vs untied"), which the
+    title names in place of its step. Returns the (closed) figure.
     """
     rows = alignment[(alignment["pair"] == pair) & (alignment["map"] == "linear") & (alignment["scored"] == "in_sample")
                      & alignment["comparison"].isin(list(SERIES))]
@@ -43,7 +44,8 @@ def plot_alignment_hist(alignment, path, pair="main", step=None):
     handles.append(Patch(color=CHANCE_COLOUR, alpha=0.5, label=f"chance: rows permuted (mean {chance_mean:.3f})"))
     ax.legend(handles=handles, loc="upper left", frameon=False, fontsize="small")
     n_seeds = rows["seed"].nunique()
-    ax.set(xlabel="cosine similarity after linear map", ylabel="density (per comparison)",
-           title=f"{pair}, step {int(rows['step'].iloc[0])}: tokens pooled over {n_seeds} seed{'s' * (n_seeds > 1)}")
+    title = (f"{pair}, {models}: one pair of models" if models else
+             f"{pair}, step {int(rows['step'].iloc[0])}: tokens pooled over {n_seeds} seed{'s' * (n_seeds > 1)}")
+    ax.set(xlabel="cosine similarity after linear map", ylabel="density (per comparison)", title=title)
     style.save(fig, path)
     return fig

@@ -11,7 +11,7 @@ from tying.report.figures.kl_by_layer import plot_kl_by_layer
 from tying.report.figures.norm_frequency import plot_norm_frequency
 
 FIGURES = {
-    "fig1": lambda frame, out, pair: plot_alignment_hist(frame, out, pair=pair),
+    "fig1": lambda frame, out, pair, models: plot_alignment_hist(frame, out, pair=pair, models=models),
     "fig_evolution": lambda frame, out, pair: plot_evolution(frame, out, run=pair),
     "fig4": lambda frame, out, pair: plot_grad_flow(frame, out, pair=pair, variant=frame["variant"].iloc[0]),
     "fig5": lambda frame, out, pair, bins_per_decade: plot_norm_frequency(frame, out, pair=pair,

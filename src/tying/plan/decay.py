@@ -1,4 +1,4 @@
-"""AdamW's decoupled weight decay on its own, under a run's own learning-rate schedule (tying.train.loop).
+"""AdamW's decoupled weight decay on its own, under a run's own learning-rate schedule (tying.plan.run_spec).
 
 Each step multiplies every decayed parameter by 1 - lr_t * wd before the gradient's update, and
 tying.train.loop.build decays every matrix (ndim >= 2), the embeddings included. A row that no gradient
@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from tying.train.loop import RunSpec, lr_lambda
+from tying.plan.run_spec import RunSpec, lr_lambda
 
 RECORD = "training.json"
 
@@ -41,11 +41,6 @@ def weight_decay_for(spec, target):
     """The weight decay whose total decay over spec's schedule (lr, warmup, min_lr_ratio, steps) is `target`:
     the total is linear in the decay."""
     return target / total_decay(dataclasses.replace(spec, weight_decay=1.0))
-
-
-def with_total_decay(spec, target):
-    """`spec` with its weight decay set so that total_decay(spec) == target (None: `spec` unchanged)."""
-    return spec if target is None else dataclasses.replace(spec, weight_decay=weight_decay_for(spec, target))
 
 
 def checkpoint_level(directory):
