@@ -126,10 +126,11 @@ def test_no_lens_at_state_0_beats_the_floor_and_the_readouts_floor_above_it():
 
 
 # --- The readout floor: planted readouts whose optimum is known --------------------------------------------
-def planted_readout(weight, norm=None):
-    """A Readout of a given unembedding (V, d), no bias, and final norm (None: none)."""
+def planted_readout(weight, norm=None, scale=1.0):
+    """A Readout of a given unembedding (V, d), no bias, final norm (None: none) and logit scale, no soft cap."""
     readout = Readout.__new__(Readout)
     readout.norm, readout.weight, readout.bias = norm or torch.nn.Identity(), torch.tensor(weight), None
+    readout.scale, readout.softcap = scale, None
     return readout
 
 
@@ -138,10 +139,12 @@ def bits(p, q):
 
 
 def test_a_readout_that_reaches_every_mean_output_has_a_readout_floor_of_zero():
-    """An identity unembedding and no norm: z = log pbar_v reads out pbar_v itself."""
+    """An identity unembedding and no norm: z = log pbar_v (over the logit scale) reads out pbar_v itself."""
     pbar = torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]], dtype=torch.float64)
-    floor = readout_floor(planted_readout([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]]), pbar, torch.ones(2).double())
-    assert floor == pytest.approx(0, abs=1e-6)
+    for scale in (1.0, 0.25):
+        floor = readout_floor(planted_readout([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]], scale=scale), pbar,
+                              torch.ones(2).double())
+        assert floor == pytest.approx(0, abs=1e-6)
 
 
 def test_the_readout_floor_of_a_one_dimensional_readout_is_its_hand_computed_optimum_weighted_by_token_counts():

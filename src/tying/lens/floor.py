@@ -108,10 +108,11 @@ def readout_floor(readout, pbar, counts, steps=READOUT_STEPS):
 
 @torch.no_grad()
 def readout_start(readout, pbar):
-    """Where the readout floor's search starts, per row of `pbar`: the least-squares z with W z + b = log pbar
-    up to a constant (pbar clamped at 1e-30), the final norm ignored; in the readout weight's dtype."""
+    """Where the readout floor's search starts, per row of `pbar`: the least-squares z with scale x (W z + b) =
+    log pbar up to a constant (pbar clamped at 1e-30), the final norm and any soft cap ignored; in the readout
+    weight's dtype."""
     weight = readout.weight.double()
-    logits = torch.log(pbar.double().clamp_min(1e-30))
+    logits = torch.log(pbar.double().clamp_min(1e-30)) / readout.scale
     if readout.bias is not None:
         logits = logits - readout.bias.double()
     centred = logits - logits.mean(-1, keepdim=True)
