@@ -258,7 +258,7 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     lens = pd.concat([_lens([1.5, 2.5, 2.0]), _lens([9.0], pair="family")])
     statistics = per_seed.claim_statistics(alignment=_over_seeds(alignment_frame, "output"), lens=lens)
     table = verdicts.claims_table(statistics, pair="main")
-    assert table["claim"].tolist() == ["C1", "C3"]  # claims without input are omitted
+    assert table["claim"].tolist() == ["C1", "C3", "C3s0"]  # claims without input are omitted
     c1, c3 = table.iloc[0], table.iloc[1]
     half = 4.302652729911275 * 0.5 / math.sqrt(3)
     assert c3["ours"] == f"2.000 [{2 - half:.3f}, {2 + half:.3f}]" and c3["verdict"] == "holds"

@@ -154,6 +154,14 @@ def test_every_state_has_the_seeds_mean_gap_and_interval_at_state_over_depth():
     last = six.iloc[-1]  # the model's own output: 0 bits for both
     assert (last["tied_bits"], last["mean"], last["fraction"]) == (0.0, 0.0, 1.0)
     assert set(states["verdict"]) == {""} and len(states) == 3 + 4 + 7
+    # beside each state, Figure 2's gap at the same state index and at the same fraction of its 16 layers
+    three = states[states["cell"] == "d96_l3_s600"].set_index("state")
+    gap = [t - u for t, u in zip(paper.FIG2_KL["tied"], paper.FIG2_KL["untied"])]
+    assert three["paper_same_state_bits"].tolist() == pytest.approx(gap[:4])
+    # state 1 of 3 sits at 16 / 3 = 5.33 of the paper's states: a third of the way from its state 5 to its state 6
+    assert three.loc[1, "paper_same_fraction_bits"] == pytest.approx(gap[5] + (gap[6] - gap[5]) / 3)
+    assert three.loc[3, "paper_same_fraction_bits"] == pytest.approx(gap[16])  # the output of both
+    assert table[table["scope"] == depth.EARLY]["paper_same_state_bits"].isna().all()
 
 
 def test_a_lens_metric_of_another_build_or_two_cells_of_one_depth_stop_in_one_line():

@@ -9,11 +9,12 @@ import yaml
 
 from snakerun import planned_jobs, snakemake
 from test_lens import SEQ, V, markov_tokens, tiny_model
-from tying.claims.lens_budget import c3_by_lens, states_by_lens
+from tying import paper
+from tying.claims.lens_budget import c3_by_lens, c3_by_lens_markdown, c3_by_state, length_sentence, states_by_lens
 from tying.errors import PipelineError
 from tying.lens.budget import budget_sweep
 from tying.lens.fitting import backward_lens, train_lens
-from tying.lens.floor import state0_floor
+from tying.lens.floor import readout_floor, state0_floor, state0_floors, token_means
 from tying.lens.procedures import procedure_recipe
 from tying.lens.scoring import evaluate_lens
 from tying.lens.translators import TunedLens
@@ -115,27 +116,91 @@ def test_a_model_whose_output_depends_on_the_current_token_alone_has_its_lens_kl
     assert state0_floor(model, val, seq_len=SEQ, batch_size=8, batches=2) == pytest.approx(state0, abs=1e-6)
 
 
-def test_no_lens_at_state_0_beats_the_floor():
+def test_no_lens_at_state_0_beats_the_floor_and_the_readouts_floor_above_it():
     model, train, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(20_000, 1), markov_tokens(2_000, 2)
     sweep = budget_sweep(model, train, val, lens_cfg(), ["logit", "certified"], [60], seed=0)
     state0 = sweep[sweep["layer"] == 0].set_index("procedure")
-    floor = state0["floor_bits"].iloc[0]
-    assert 0 < floor < state0.loc["certified", "kl_bits"] < state0.loc["logit", "kl_bits"]
+    floor, readout = state0["floor_bits"].iloc[0], state0["readout_floor_bits"].iloc[0]
+    assert 0 < floor < floor + readout < state0.loc["certified", "kl_bits"] < state0.loc["logit", "kl_bits"]
+    assert readout > 0.01  # this readout cannot express every token's mean output
+
+
+# --- The readout floor: planted readouts whose optimum is known --------------------------------------------
+def planted_readout(weight, norm=None, scale=1.0):
+    """A Readout of a given unembedding (V, d), no bias, final norm (None: none) and logit scale, no soft cap."""
+    readout = Readout.__new__(Readout)
+    readout.norm, readout.weight, readout.bias = norm or torch.nn.Identity(), torch.tensor(weight), None
+    readout.scale, readout.softcap = scale, None
+    return readout
+
+
+def bits(p, q):
+    return sum(a * math.log(a / b) for a, b in zip(p, q)) / math.log(2)
+
+
+def test_a_readout_that_reaches_every_mean_output_has_a_readout_floor_of_zero():
+    """An identity unembedding and no norm: z = log pbar_v (over the logit scale) reads out pbar_v itself."""
+    pbar = torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]], dtype=torch.float64)
+    for scale in (1.0, 0.25):
+        floor = readout_floor(planted_readout([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]], scale=scale), pbar,
+                              torch.ones(2).double())
+        assert floor == pytest.approx(0, abs=1e-6)
+
+
+def test_the_readout_floor_of_a_one_dimensional_readout_is_its_hand_computed_optimum_weighted_by_token_counts():
+    """Logits (z, 0, -z): q = (y, 1, 1/y) / (y + 1 + 1/y) with y = e^z. For pbar = (0.6, 0.3, 0.1) the KL's
+    derivative vanishes where (y - 1/y) / (y + 1 + 1/y) = 0.6 - 0.1, y^2 - y - 3 = 0; the search starts at the
+    least-squares z = ln(0.6 / 0.1) / 2 = 0.896, not the optimum ln y = 0.834. pbar = (1/3, 1/3, 1/3) is
+    reached at z = 0. Counts 1 and 3 weight them."""
+    y = (1 + math.sqrt(13)) / 2
+    target = (0.6, 0.3, 0.1)
+    optimum = bits(target, [v / (y + 1 + 1 / y) for v in (y, 1, 1 / y)])
+    pbar = torch.tensor([target, [1 / 3] * 3], dtype=torch.float64)
+    floor = readout_floor(planted_readout([[1.0], [0.0], [-1.0]]), pbar, torch.tensor([1.0, 3.0]).double())
+    assert floor == pytest.approx(optimum / 4, abs=1e-6)
+    assert optimum > 0.004  # not reachable: (0.6, 0.3, 0.1) is no (y, 1, 1/y)
+
+
+def test_the_readout_floor_reads_through_the_final_norm():
+    """An RMS norm without weights puts the readout's input on the circle |u| = sqrt(2): the logits' difference
+    u1 - u2 is at most 2, so pbar = (0.99, 0.01), which needs ln 99 = 4.6, is best read as (sigmoid 2, 1 - sigmoid 2);
+    without the norm it would be reached exactly."""
+    best = 1 / (1 + math.exp(-2))
+    pbar = torch.tensor([[0.99, 0.01]], dtype=torch.float64)
+    norm = torch.nn.RMSNorm(2, eps=1e-12, elementwise_affine=False)
+    floor = readout_floor(planted_readout([[1.0, 0], [0, 1.0]], norm), pbar, torch.ones(1).double())
+    assert floor == pytest.approx(bits((0.99, 0.01), (best, 1 - best)), abs=1e-6)
+    no_norm = readout_floor(planted_readout([[1.0, 0], [0, 1.0]]), pbar, torch.ones(1).double())
+    assert no_norm == pytest.approx(0, abs=1e-6)
+
+
+def test_the_floors_of_a_model_are_its_token_means_and_the_readouts_search_on_them():
+    model, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(2_000, 2)
+    pbar, counts, floor = token_means(model, val, seq_len=SEQ, batch_size=8, batches=2)
+    assert counts.sum() == 2 * 8 * SEQ and torch.allclose(pbar.sum(-1), torch.ones(len(pbar)).double())
+    floors = state0_floors(model, Readout(model), val, seq_len=SEQ, batch_size=8, batches=2)
+    searched = readout_floor(Readout(model), pbar, counts)
+    assert floors == pytest.approx({"floor_bits": floor, "readout_floor_bits": searched})
 
 
 # --- The table -----------------------------------------------------------------------------------------------
 def planted_sweeps(seeds=(0, 1, 2)):
     """Two-block runs (early state: 0). Tied state-0 KL 1 + steps^-1/2 x 4 + seed / 10, untied 1 + seed / 20, state 1
-    0.5 for both, floors 0.3 (tied) and 0.2 (untied); a second tied seed `seed + 1` for the null pair."""
+    0.5 for both, floors 0.3 (tied) and 0.2 (untied), readout floors 0.05 and 0.04; a second tied seed `seed + 1`
+    for the null pair; the tuned-lens lenses at 8 windows a step (100 steps: also at 64, 0.01 bits lower for both)."""
     rows = []
     for variant in ("tied", "untied"):
         for seed in [*seeds, max(seeds) + 1]:
-            for procedure, steps in (("logit", 0), ("tuned_lens", 4), ("tuned_lens", 100)):
+            for procedure, batch, steps in (("logit", 8, 0), ("tuned_lens", 8, 4), ("tuned_lens", 8, 100),
+                                            ("tuned_lens", 64, 100)):
                 early = 1 + seed / 20 if variant == "untied" else 1 + 4 / math.sqrt(max(steps, 1)) + seed / 10
                 for layer, kl in ((0, early), (1, 0.5), (2, 0.0)):
                     rows.append({"arch": "olmo", "variant": variant, "seed": seed, "step": 10, "procedure": procedure,
-                                 "steps": steps, "tokens": steps * 512, "layer": layer, "kl_bits": kl,
-                                 "floor_bits": 0.3 if variant == "tied" else 0.2})
+                                 "batch_size": batch, "tokens_per_step": batch * 64, "steps": steps,
+                                 "tokens": steps * batch * 64, "layer": layer,
+                                 "kl_bits": kl - 0.01 * (batch == 64 and layer < 2),
+                                 "floor_bits": 0.3 if variant == "tied" else 0.2,
+                                 "readout_floor_bits": 0.05 if variant == "tied" else 0.04})
     return pd.DataFrame(rows)
 
 
@@ -147,39 +212,135 @@ def planted_comparisons(seeds=(0, 1, 2)):
 
 
 def test_c3_by_lens_is_each_seeds_early_gap_with_a_student_t_interval_over_seeds():
-    table = c3_by_lens(planted_sweeps(), planted_comparisons()).set_index(["comparison", "procedure", "steps"])
+    table = c3_by_lens(planted_sweeps(), planted_comparisons()).set_index(["comparison", "procedure", "batch_size",
+                                                                           "steps"])
     gaps = [4 / math.sqrt(100) + s / 10 - s / 20 for s in (0, 1, 2)]
-    row = table.loc[("tying", "tuned_lens", 100)]
+    row = table.loc[("tying", "tuned_lens", 8, 100)]
     assert (row["c3_mean"], row["c3_ci_low"], row["c3_ci_high"]) == pytest.approx(mean_ci(gaps))
-    assert row["n_seeds"] == 3 and row["k_positive"] == 3 and row["tokens"] == 51_200
+    assert row["n_seeds"] == 3 and row["k_positive"] == 3 and row["tokens"] == 51_200 and row["tokens_per_step"] == 512
     assert row["above_floor_mean"] == pytest.approx(np.mean(gaps) - 0.1)  # tied's floor is 0.1 bits higher
-    assert table.loc[("tying", "logit", 0), "c3_mean"] == pytest.approx(4 + 0.05)
-    null = table.loc[("tied_seeds", "tuned_lens", 4)]
+    assert (row["a_readout_floor_bits"], row["b_readout_floor_bits"]) == pytest.approx((0.05, 0.04))
+    assert table.loc[("tying", "tuned_lens", 64, 100), "c3_mean"] == pytest.approx(np.mean(gaps))  # both 0.01 lower
+    assert table.loc[("tying", "tuned_lens", 64, 100), "tokens_per_step"] == 4_096
+    assert table.loc[("tying", "logit", 8, 0), "c3_mean"] == pytest.approx(4 + 0.05)
+    null = table.loc[("tied_seeds", "tuned_lens", 8, 4)]
     assert null["c3_mean"] == pytest.approx(-0.1) and null["k_positive"] == 0  # seed s minus seed s + 1
-    assert list(table.index.get_level_values(0)) == ["tying"] * 3 + ["tied_seeds"] * 3
+    assert list(table.index.get_level_values(0)) == ["tying"] * 4 + ["tied_seeds"] * 4
+    assert list(table.index.get_level_values(2))[:4] == [8, 8, 8, 64]  # by procedure, then batch, then budget
 
 
-def test_the_state_curves_and_the_figure(tmp_path):
+def test_the_gap_at_every_state_is_the_hand_computed_per_seed_gap_beside_the_papers():
+    """State 0 of the tuned-lens lens at 100 steps: 0.4 + s / 10 - s / 20 for s = 0, 1, 2; state 1: 0.5 - 0.5 = 0.
+    Two layers: state 1 is half the depth, so the paper's gap at the same fraction is its state 8's (0.19 bits), at
+    the same state its state 1's (9.61 - 6.64 = 2.97)."""
+    by_state = c3_by_state(planted_sweeps(), planted_comparisons()).set_index(
+        ["comparison", "procedure", "batch_size", "steps", "layer"])
+    row = by_state.loc[("tying", "tuned_lens", 8, 100, 0)]
+    assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx(mean_ci([0.4, 0.45, 0.5]))
+    assert row["n_seeds"] == 3 and row["fraction"] == 0 and row["layers"] == 2
+    assert row["paper_same_state_bits"] == row["paper_same_fraction_bits"] == pytest.approx(8.86 - 7.01)
+    one = by_state.loc[("tying", "tuned_lens", 8, 100, 1)]
+    assert one["mean"] == pytest.approx(0) and one["fraction"] == 0.5
+    assert one["paper_same_state_bits"] == pytest.approx(9.61 - 6.64)
+    assert one["paper_same_fraction_bits"] == pytest.approx(3.30 - 3.11)
+    assert paper.fig2_gap_at(1 / 3) == pytest.approx((4.06 - 3.74) + (3.61 - 3.52 - (4.06 - 3.74)) / 3)  # 5.33 of 16
+    assert by_state.loc[("tied_seeds", "logit", 8, 0, 0), "mean"] == pytest.approx(-0.1)
+
+
+def test_the_state_curves_the_page_and_the_figure(tmp_path):
     sweeps, comparisons = planted_sweeps(), planted_comparisons()
     states = states_by_lens(sweeps, comparisons)
-    tied = states.query("comparison == 'tying' and role == 'a' and steps == 100 and layer == 0")["kl_bits"].item()
-    assert tied == pytest.approx(1 + 0.4 + 0.1)  # the mean over seeds 0, 1, 2
-    plot_c3_by_lens(c3_by_lens(sweeps, comparisons), tmp_path / "c3_by_lens.pdf")
+    tied = states.query("comparison == 'tying' and role == 'a' and steps == 100 and batch_size == 8 and layer == 0")
+    assert tied["kl_bits"].item() == pytest.approx(1 + 0.4 + 0.1)  # the mean over seeds 0, 1, 2
+    table, by_state = c3_by_lens(sweeps, comparisons), c3_by_state(sweeps, comparisons)
+    config = load()
+    config["lens_budget"] = {"comparisons": {
+        "tying": {"a": {"arch": "olmo", "variant": "tied"}, "b": {"arch": "olmo", "variant": "untied"}},
+        "tied_seeds": {"a": {"arch": "olmo", "variant": "tied"},
+                       "b": {"arch": "olmo", "variant": "tied", "seed_offset": 1}}}}
+    page = c3_by_lens_markdown(table, by_state, states, lens_budget.described(config), lens_cfg(seq_len=64))
+    assert "- tuned-lens's optimiser (SGD, Nesterov, lr 1, linear decay) at 4,096 tokens a step (64 windows of 64)" \
+        in page
+    assert ("- tied_seeds (a = olmo/tied, b = olmo/tied, seed + 1): varies the initialisation and the batches (data "
+            "order); holds tying and the training length") in page
+    assert "| paper, same state |  |  | 1.850 | 2.970 | 1.580 |" in page  # states 0-2 of the paper's 16
+    assert "| paper, same fraction |  |  | 1.850 | 0.190 | 1.880 |" in page  # its states 0, 8 and 16
+    plot_c3_by_lens(table, by_state, tmp_path / "c3_by_lens.pdf")
     assert (tmp_path / "c3_by_lens.pdf").read_bytes().startswith(b"%PDF")
 
 
+def test_a_sweep_written_before_the_batch_axis_reads_as_lens_batch_size_without_a_readout_floor():
+    old = planted_sweeps().query("batch_size == 8").drop(columns=["batch_size", "tokens_per_step",
+                                                                   "readout_floor_bits"])
+    table = c3_by_lens(old, planted_comparisons(), lens_cfg(seq_len=64))
+    assert set(table["batch_size"]) == {8} and set(table["tokens_per_step"]) == {512}
+    assert table["a_readout_floor_bits"].isna().all() and table["a_floor_bits"].eq(0.3).all()
+
+
+def test_the_length_null_is_said_to_dominate_c3_from_the_tables_own_numbers():
+    described = {"tying": {"varies": ["tying", "start"]}, "steps": {"varies": ["length"]}}
+    rows = [{"comparison": name, "procedure": "certified", "batch_size": 8, "steps": steps, "c3_mean": value}
+            for name, values in (("tying", (0.5, 0.02)), ("steps", (-0.3, -0.25))) for steps, value in
+            zip((100, 500), values)]
+    assert length_sentence(pd.DataFrame(rows), described) == [
+        "steps varies the training length alone: its C3 under the certified recipe at 500 steps of 8 windows is "
+        "-0.250 bits against tying's +0.020, 12.5 times its size: C3 between models that differ in training length "
+        "is dominated by that difference here."]
+    rows[1]["c3_mean"] = 0.5
+    assert "does not dominate" in length_sentence(pd.DataFrame(rows), described)[0]
+
+
+def test_a_sweep_trains_tuned_lens_lenses_at_each_batch_and_the_certified_lens_at_lens_batch_size():
+    model, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(2_000, 2)
+    sweep = budget_sweep(model, markov_tokens(4_000, 1), val, lens_cfg(), ["tuned_lens", "certified"], [2], seed=0,
+                         batch_sizes=[2, 4])
+    lenses = sweep.drop_duplicates(["procedure", "batch_size"])
+    assert lenses[["procedure", "batch_size", "tokens_per_step", "tokens"]].values.tolist() == [
+        ["tuned_lens", 2, 2 * SEQ, 2 * 2 * SEQ], ["tuned_lens", 4, 4 * SEQ, 2 * 4 * SEQ],
+        ["certified", 8, 8 * SEQ, 2 * 8 * SEQ]]
+    kl = sweep[sweep["layer"] == 0].set_index(["procedure", "batch_size"])["kl_bits"]
+    assert kl[("tuned_lens", 2)] != kl[("tuned_lens", 4)]  # another batch, another lens
+
+
 # --- The plan ------------------------------------------------------------------------------------------------
-def test_comparisons_take_each_runs_seed_offset_and_step_and_sweep_a_shared_run_once():
+def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_shared_run_once():
     config = load("configs/trained.yaml")
     add_cells(config)
     comps = lens_budget.comparisons(config)
-    assert len(comps) == 4 * 3
-    first = {c["comparison"]: c for c in comps if c["seed"] == 1}
+    assert [c["comparison"] for c in comps] == (["tying"] * 3 + ["matched_null"] * 3 + ["data_order"] * 3
+                                                + ["tied_seeds"] * 2 + ["untied_seeds"] * 2 + ["untied_steps"] * 3)
+    first = {c["comparison"]: c for c in comps if c["seed"] == 2}
     cell = "d96_l3_s6000"
-    assert first["tying"]["a"] == (cell, "tied", 1, 6000) and first["tied_seeds"]["b"] == (cell, "tied", 2, 6000)
-    assert first["untied_steps"]["a"] == (cell, "untied", 1, 3000)
+    assert first["tying"]["a"] == (cell, "tied", 2, 6000) and first["tied_seeds"]["b"] == (cell, "tied", 3, 6000)
+    assert first["untied_steps"]["a"] == (cell, "untied", 2, 3000)
+    assert first["matched_null"]["b"] == (cell, "untied_b", 2, 6000) and first["data_order"]["b"][1] == "untied_d"
     runs = lens_budget.budget_runs(config)
-    assert len(runs) == len(set(runs)) == 11  # tied 0-3, untied 0-3 at 6000, untied 0-2 at 3000
+    assert len(runs) == len(set(runs)) == 17  # tied 0-3, untied 0-3 at 6000 and 0-2 at 3000, untied_b, untied_d 0-2
+
+
+@pytest.mark.parametrize("path", ["configs/lens-budget.yaml", "configs/trained.yaml"])
+def test_the_disjoint_seed_nulls_use_no_model_twice(path):
+    """Pairs (0, 1) and (2, 3): each seed null's mean is of independent differences, so its Student-t interval
+    holds; the pairs (0, 1), (1, 2), (2, 3) shared models, their mean (X0 - X3) / 3."""
+    config = load(path)
+    add_cells(config)
+    for name in ("tied_seeds", "untied_seeds"):
+        pairs = [(c["a"], c["b"]) for c in lens_budget.comparisons(config) if c["comparison"] == name]
+        models = [run for pair in pairs for run in pair]
+        assert len(pairs) == 2 and len(models) == len(set(models)) == 4, pairs
+        assert sorted(run[2] for run in models) == [0, 1, 2, 3]
+
+
+def test_each_comparison_says_what_it_varies_from_its_runs():
+    config = load("configs/lens-budget.yaml")
+    text = {name: d["text"] for name, d in lens_budget.described(config).items()}
+    assert text == {
+        "tying": "varies tying and the initialisation; holds the batches (data order) and the training length",
+        "matched_null": "varies the initialisation; holds tying, the batches (data order) and the training length",
+        "data_order": "varies the batches (data order); holds tying, the initialisation and the training length",
+        "tied_seeds": "varies the initialisation and the batches (data order); holds tying and the training length",
+        "untied_seeds": "varies the initialisation and the batches (data order); holds tying and the training length",
+        "untied_steps": "varies the training length; holds tying, the initialisation and the batches (data order)"}
 
 
 @pytest.mark.parametrize("run, message", [
@@ -198,7 +359,10 @@ def test_the_default_builds_sweep_plans_one_job_a_run_and_the_table_and_figure(t
     result = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=config)
     assert result.returncode == 0, result.stderr
     jobs = planned_jobs(result)
-    assert jobs["lens_budget"] == 11 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
-    assert jobs["train"] == 8  # olmo tied and untied, seeds 0-3: seed 3 for the null pairs' seed offset
+    assert jobs["lens_budget"] == 17 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
+    assert jobs["train"] == 14  # olmo tied and untied, seeds 0-3 (3 for the seed nulls); untied_b and untied_d 0-2
     refused = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=load())
     assert refused.returncode != 0 and "lens_budget: {comparisons: ...}" in refused.stderr
+    batch = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=load("configs/lens-batch.yaml"))
+    assert batch.returncode == 0, batch.stderr
+    assert planned_jobs(batch)["lens_budget"] == 6 and planned_jobs(batch)["train"] == 6  # tied, untied, seeds 0-2

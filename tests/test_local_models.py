@@ -323,7 +323,7 @@ def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offli
     assert len(merged) == len(expected) > 0 and (merged["n_tokens"] == 64).all()
     assert (merged["overlap"] == merged["overlap_expected"]).all()
     claims = pd.read_parquet(local_run / "results/tables/claims.parquet").set_index("claim")
-    assert list(claims.index) == ["LM", "C1", "C2", "C3", "C4", "C5", "C5p", "C6a", "C6b", "C6c", "C7a", "C7b"]
+    assert list(claims.index) == ["LM", "C1", "C2", "C3", "C3s0", "C4", "C5", "C5p", "C6a", "C6b", "C6c", "C7a", "C7b"]
     assert "commits" not in claims.columns
 
 

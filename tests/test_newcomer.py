@@ -158,7 +158,7 @@ def test_environment_yml_lists_every_pin_of_the_test_extra_as_constraints_txt_do
 # --- Unknown names list the valid ones -----------------------------------------------------------------
 @pytest.mark.parametrize("key,value,listed", [
     ("arch", "gpt_neo", "unknown architecture 'gpt_neo' (architectures: olmo, gpt_neox, olmo_wide)"),
-    ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5, untied_b)"),
+    ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5, untied_b, untied_d)"),
 ])
 def test_an_unknown_name_lists_the_valid_ones(key, value, listed):
     from tying.plan.config import check

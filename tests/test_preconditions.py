@@ -51,13 +51,14 @@ def test_the_claims_rule_applies_the_preconditions_to_its_table():
         table, seeds = claims_tables({"quality": quality(offset), "lens": lens(2.0)}, {}, options)
         rows = table.set_index("claim")
         assert rows.loc["C3", "verdict"] == c3 and (rows["token_set"] == ALL_TOKENS).all()
-        assert sorted(seeds["claim"].unique()) == ["C3", "LM"] and len(seeds) == 2 * len(SEEDS)
+        assert sorted(seeds["claim"].unique()) == ["C3", "C3s0", "LM"] and len(seeds) == 3 * len(SEEDS)
 
 
 def test_c3_needs_room_for_a_gap_in_the_untied_models_early_states():
     flat = checked(quality(-0.5), lens(ROOM_BITS / 4))
     assert flat.loc["C3", "verdict"] == "not testable here"
     assert flat.loc["C3", "testable"] == "no: room for a gap: untied early-state KL 0.25 bits"
+    assert flat.loc["C3s0", "testable"] == flat.loc["C3", "testable"]  # C3 at state 0 needs what C3 needs
     assert flat.loc["LM", "testable"] == "yes"  # LM itself needs nothing
 
 

@@ -231,8 +231,10 @@ def test_the_depth_sweep_plans_each_depth_on_its_own_steps_with_every_lens_check
     result = snakemake(tmp_path, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
-    assert jobs["train"] == jobs["train_0_12000"] == jobs["train_0_4000"] == jobs["train_0_2500"] == 2 * 3
+    assert jobs["train"] == jobs["train_0_12000"] == jobs["train_0_4000"] == 2 * 3
+    assert jobs["train_0_2500"] == 4 * 3  # and the 12-layer lens-budget nulls' untied_b and untied_d runs
     assert jobs["cell_claims"] == 4 and jobs["lens"] == 4 * 6 and jobs["lens_convergence"] == 4 * 2
+    assert jobs["lens_budget"] == 4 * 3  # the 12-layer tied, untied, untied_b and untied_d runs
     assert jobs["c3_by_depth_table"] == jobs["c3_by_depth_figure"] == 1 and AGGREGATES <= set(jobs)
     assert "scaling" not in jobs  # no x5 runs, so no C7 metric
     cells = re.findall(r"wildcards: cell=(\w+)", result.stdout)

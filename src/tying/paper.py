@@ -2,7 +2,8 @@
 
 CLAIMS: claim id -> (what the paper reports, as text; its value of the claim's statistic, NaN where the
 paper gives none); CLAIM_RANGES: the range it gives instead of one value. FIG2_KL: Figure 2's tuned-lens
-curves, whose early half is C3. TABLE1 .. TABLE7: the tables' cells, keyed as tying.report.tables reads them.
+curves, whose early half is C3 and whose state 0 is C3s0. TABLE1 .. TABLE7: the tables' cells, keyed as
+tying.report.tables reads them.
 """
 import math
 
@@ -30,6 +31,20 @@ FIG2_KL = {
     "untied": (7.01, 6.64, 4.84, 4.21, 3.90, 3.74, 3.52, 3.28, 3.11, 2.88, 2.53, 2.14, 1.98, 1.68, 1.31, 0.83, 0.18),
 }
 FIG2_LAYERS = len(FIG2_KL["tied"]) - 1  # 16
+FIG2_GAP = tuple(t - u for t, u in zip(FIG2_KL["tied"], FIG2_KL["untied"]))  # per state, tied minus untied
+
+
+def fig2_gap_at(fraction):
+    """Figure 2's gap at a fraction of its depth (state / 16; 0 the embedding, 1 the output), linear between its
+    states: where a model of another depth's state s of L (fraction s / L) sits in the paper's."""
+    position = min(max(fraction, 0.0), 1.0) * FIG2_LAYERS
+    low = min(int(position), FIG2_LAYERS - 1)
+    return FIG2_GAP[low] + (position - low) * (FIG2_GAP[low + 1] - FIG2_GAP[low])
+
+
+# C3s0: Figure 2's gap at state 0, the input embedding (C3's "input layer").
+CLAIMS["C3s0"] = (f"state 0 of {FIG2_LAYERS}: {FIG2_KL['tied'][0]:.2f} vs {FIG2_KL['untied'][0]:.2f} bits "
+                  f"({FIG2_KL['tied'][0] - FIG2_KL['untied'][0]:+.2f})", FIG2_KL["tied"][0] - FIG2_KL["untied"][0])
 # The lens budgets behind Figure 2, (optimiser steps, tokens a step): tuned-lens 0.2's `train` defaults
 # (scripts/train_loop.py: num_steps 250, tokens_per_step 2**18) and what the authors ran
 # (experiments/2_tuned_lens/train_olmo_lens.sh: NUM_STEPS=500, TOKENS_PER_STEP=131072).

@@ -18,9 +18,10 @@ from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups
                               scaled_models, scaled_variants, scaling_steps, schedule, survey_comparison, survey_pairs,
                               token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
                               trajectory_points, trajectory_variants)
+from tying.plan.pairs import matched_null, matched_null_seeds
 from tying.plan.pins import PIN_COMMAND, unpinned_references
 from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
-from tying.plan.lens_budget import comparisons as budget_comparisons
+from tying.plan.lens_budget import comparisons as budget_comparisons, described as budget_described
 from tying.plan.c3_by_width import FIGURE as WIDTH_FIGURE, TABLE as WIDTH_TABLE, width_cells, width_runs
 from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
@@ -108,8 +109,9 @@ def metric_ids(w):
 
 def pair_claims_inputs(pair, metrics):
     """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (the pair's
-    `lens` flag) the lens metrics of both models and their per-window KL (C3's interval and certificate), and
-    (its `lens_reference` flag) the first seed's reference lens checks. A local pair's quality is local_quality's."""
+    `lens` flag) the lens metrics of both models and their per-window KL (C3's interval and certificate),
+    (its `lens_reference` flag) the first seed's reference lens checks, and its matched null run's lens metrics
+    (tying.plan.pairs.matched_null). A local pair's quality is local_quality's."""
     own = {"quality": rules.local_quality} if local_pair(config, pair) else {}
     inputs = {name: per_seed(own.get(name) or getattr(rules, name), pair) for name in metrics}
     if claims_lens(config, pair):
@@ -117,6 +119,8 @@ def pair_claims_inputs(pair, metrics):
     if claims_lens_reference(config, pair):
         inputs["lens_convergence"] = expand(rules.lens_convergence.output[0], pair=pair, role=("tied", "untied"),
                                             seed=pair_seeds(config, pair)[0])
+    if claims_lens(config, pair) and matched_null(config, pair):
+        inputs["lens_null"] = expand(rules.lens_null.output.metric, pair=pair, seed=matched_null_seeds(config, pair))
     return inputs
 
 
@@ -222,6 +226,13 @@ def local_quality_inputs(pair):
 def lens_inputs(pair, role, seed):
     """A lens job's inputs: the full model and token arrays in its tokenizer's ids."""
     return {"model": pair_models(config, pair, seed, full=True)[role], **lens_tokens(pair, role)}
+
+
+def null_lens_inputs(pair, seed):
+    """The matched null's lens job's inputs: its run's checkpoint at the pair's step and the pipeline's tokens."""
+    ref = matched_null(config, pair)
+    return {"model": checkpoint_dir(ref["arch"], ref["variant"], seed, pair_step(config, pair)),
+            **{k: rules.tokens.output[k] for k in ("train", "val", "meta")}}
 
 
 def given_lens(pair, role):

@@ -120,7 +120,8 @@ rule claims_figure:
 
 rule c3_by_lens_figure:
     input:
-        lambda w: if_built(BUDGET_FIGURE, rules.c3_by_lens_table.output.table),
+        table=lambda w: if_built(BUDGET_FIGURE, rules.c3_by_lens_table.output.table),
+        by_state=lambda w: rules.c3_by_lens_table.output.by_state,
     output:
         report(BUDGET_FIGURE, caption="../report/c3_by_lens.rst", category="Figures"),
     log:

@@ -36,6 +36,30 @@ rule lens:
         "../scripts/lens.py"
 
 
+# The claims pair's matched null (tying.plan.pairs.matched_null): the lens job on its second untied run, whose KL
+# against the pair's untied model C3's and C3s0's detail give.
+use rule lens as lens_null with:
+    input:
+        unpack(lambda w: null_lens_inputs(w.pair, int(w.seed))),
+        given=[],
+    output:
+        metric="results/metrics/lens/{pair}/null/seed{seed}.parquet",
+        windows="results/metrics/lens/{pair}/null/seed{seed}.windows.parquet",
+        weights="results/lens/{pair}/null/seed{seed}.safetensors",
+        tuned_lens=directory("results/lens/{pair}/null/seed{seed}.tuned-lens"),
+    params:
+        ref=lambda w: matched_null(config, w.pair),
+        ids=lambda w: {
+            "pair": w.pair,
+            "role": "null",
+            "model": reference_name(matched_null(config, w.pair)),
+            "seed": int(w.seed),
+        },
+        lens=config["lens"],
+    log:
+        "logs/lens/{pair}/null/seed{seed}.log",
+
+
 rule lens_convergence:
     input:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),
@@ -136,6 +160,8 @@ rule lens_budget:
         lens=config["lens"],
         procedures=config["lens_budget"]["procedures"],
         steps=config["lens_budget"]["steps"],
+        # only when set: a sweep without it keeps its recorded params
+        **({"batch_sizes": config["lens_budget"]["batch_sizes"]} if "batch_sizes" in config["lens_budget"] else {}),
     log:
         "logs/lens_budget/{arch}/{variant}/seed{seed}/step{step}.log",
     resources:

@@ -323,11 +323,13 @@ rule c3_by_lens_table:
         lambda w: if_built(f"{BUDGET_TABLE}.md", [sweep_path(*run) for run in budget_runs(config)]),
     output:
         table=report(f"{BUDGET_TABLE}.parquet", caption="../report/table.rst", category="Tables"),
+        by_state=f"{BUDGET_TABLE}_by_state.parquet",
         states=f"{BUDGET_TABLE}_states.parquet",
         md=f"{BUDGET_TABLE}.md",
     params:
         comparisons=lambda w: budget_comparisons(config),
-        described=lambda w: config["lens_budget"]["comparisons"],
+        described=lambda w: budget_described(config),
+        lens=config["lens"],
     log:
         "logs/tables/c3_by_lens.log",
     conda:

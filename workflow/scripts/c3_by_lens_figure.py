@@ -5,7 +5,8 @@ from tying.rule_script import run
 
 
 def main(snakemake):
-    plot_c3_by_lens(pd.read_parquet(snakemake.input[0]), snakemake.output[0])
+    plot_c3_by_lens(pd.read_parquet(snakemake.input.table), pd.read_parquet(snakemake.input.by_state),
+                    snakemake.output[0])
 
 
 run(snakemake, main)

@@ -1,5 +1,5 @@
 from tying.io import write_parquet
-from tying.lens.jobs import lens_job, load_job
+from tying.lens.jobs import lens_job, load_job, with_floors
 from tying.lens.translators import save_lens
 from tying.lens.tuned_lens_format import base_model, given_lens_job, load_tuned_lens, save_tuned_lens
 from tying.lens.unembed import final_norm
@@ -21,7 +21,7 @@ def main(snakemake):
     save_lens(lens, out.weights)
     name, revision = base_model(snakemake.params.ref, snakemake.input.model)
     save_tuned_lens(lens, model, out.tuned_lens, base_model=name, revision=revision)
-    write_parquet(with_ids(frame, ids), out.metric)
+    write_parquet(with_ids(with_floors(frame, model, val, cfg), ids), out.metric)
     write_parquet(with_ids(windows, ids), out.windows)
 
 

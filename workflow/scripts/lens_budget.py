@@ -9,8 +9,9 @@ def main(snakemake):
     w = snakemake.wildcards
     configure(snakemake.threads)
     model, train, val = load_job(snakemake.input, snakemake.params.lens)
-    frame = budget_sweep(model, train, val, snakemake.params.lens, snakemake.params.procedures,
-                         snakemake.params.steps, seed=int(w.seed))
+    p = snakemake.params
+    frame = budget_sweep(model, train, val, p.lens, p.procedures, p.steps, seed=int(w.seed),
+                         batch_sizes=p.get("batch_sizes"))
     write_parquet(frame.assign(arch=w.arch, variant=w.variant, seed=int(w.seed), step=int(w.step)), snakemake.output[0])
 
 

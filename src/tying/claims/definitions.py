@@ -74,6 +74,12 @@ CLAIMS = {
         "tied minus untied mean tuned-lens KL over the early half of the states (bits)",
         *published.CLAIMS["C3"], tolerance=0.2,
     ),
+    "C3s0": Claim(
+        "The tied model's embedding state is further from the output space (tuned lens)",
+        "tied minus untied held-out tuned-lens KL at state 0, the embedding output (bits); detail: the same above "
+        "each model's state-0 floors (tying.lens.floor)",
+        *published.CLAIMS["C3s0"], tolerance=0.2,
+    ),
     "C4": Claim(
         "In an untied run the output matrix moves further from its initialisation than the input matrix",
         "final-step drift (cosine to step 0) of input minus output, untied run",

@@ -7,8 +7,9 @@ cell from shallow to deep: one "early half" row (states 0 .. ceil(L/2) - 1; the 
 interval over seeds and validation windows, its verdict, and the LM row's margin; the tied and untied KL are
 the seeds' means of tying.claims.statistics.early_layer_gap, whose gap is that C3), then one row per state
 0 .. L: the gap taken per seed (a seed's tied and untied runs share data order), its mean and Student-t
-interval over seeds. `fraction` = state / L puts models of any depth, the paper's 16 layers among them, on one
-axis; state L is the model's own output, 0 bits for both.
+interval over seeds, beside Figure 2's gap at the same state index (paper_same_state_bits) and at the same
+fraction of depth (paper_same_fraction_bits, tying.paper.fig2_gap_at). `fraction` = state / L puts models of any
+depth, the paper's 16 layers among them, on one axis; state L is the model's own output, 0 bits for both.
 """
 import math
 
@@ -23,9 +24,11 @@ from tying.stats import format_cell, mean_ci
 
 EARLY, STATE = "early half", "state"
 COLUMNS = ["cell", "layers", "steps", "scope", "states", "state", "fraction", "tied_bits", "untied_bits", "ours",
-           "mean", "ci_low", "ci_high", "n_seeds", "verdict", "lm_nats"]
+           "mean", "ci_low", "ci_high", "n_seeds", "verdict", "lm_nats", "paper_same_state_bits",
+           "paper_same_fraction_bits"]
 EARLY_SHOWN = ["cell", "layers", "steps", "states", "tied_bits", "untied_bits", "ours", "n_seeds", "verdict", "lm_nats"]
-STATE_SHOWN = ["cell", "layers", "states", "fraction", "tied_bits", "untied_bits", "ours", "n_seeds"]
+STATE_SHOWN = ["cell", "layers", "states", "fraction", "tied_bits", "untied_bits", "ours", "n_seeds",
+               "paper_same_state_bits", "paper_same_fraction_bits"]
 SAME = 1e-9  # bits: the lens metric's early-half gap and the claims table's C3 are one number
 
 
@@ -69,7 +72,8 @@ def _cell_rows(c3, lens, lm):
         rows.append(cell | {"scope": STATE, "states": str(state), "state": state, "fraction": state / layers,
                             "tied_bits": by_seed["tied"].mean(), "untied_bits": by_seed["untied"].mean(),
                             "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": len(by_seed), "verdict": "",
-                            "lm_nats": lm})
+                            "lm_nats": lm, "paper_same_fraction_bits": paper.fig2_gap_at(state / layers),
+                            "paper_same_state_bits": paper.FIG2_GAP[state] if state <= paper.FIG2_LAYERS else math.nan})
     out = pd.DataFrame(rows)
     out["ours"] = [format_cell(*r) for r in zip(out["mean"], out["ci_low"], out["ci_high"])]
     return out
@@ -88,6 +92,9 @@ def write_c3_by_depth(table, csv_path, md_path):
     states, tied, untied, gap = paper_early()
     notes = (f"\nPaper (OLMo-1B vs OLMo-1B-0724, {paper.FIG2_LAYERS} layers), states {states}: tied {tied:.2f}, "
              f"untied {untied:.2f}, C3 {gap:+.2f} bits.\n\nPer state (gap tied minus untied, Student-t 95% over "
-             "seeds; fraction = state / layers; the last state is the model's output):\n\n"
+             "seeds; fraction = state / layers; the last state is the model's output), beside Figure 2's gap at the "
+             "same state index (paper_same_state_bits: state 0 is the embedding in both, state 1 the first block's "
+             "output) and at the same fraction of depth (paper_same_fraction_bits: state / layers of its "
+             f"{paper.FIG2_LAYERS}, linear between its states):\n\n"
              + markdown(table[table["scope"] == STATE], STATE_SHOWN))
     write_table(table, csv_path, md_path, columns=EARLY_SHOWN, shown=table[table["scope"] == EARLY], notes=notes)

@@ -7,7 +7,7 @@ carry (docs/statistics.md, "Preconditions"):
 - language model: the pair's models predict held-out text better than a bigram table of the tokens they
   drew (claim LM holds: its interval lies below 0). Every claim about the trained matrices needs it;
   C5 (the gradient split over the first steps) does not.
-- room for a gap (C3): the untied model's mean tuned-lens KL over the early states is at least ROOM_BITS,
+- room for a gap (C3, C3s0): the untied model's mean tuned-lens KL over the early states is at least ROOM_BITS,
   the size of the paper's gap. Below it an affine map of the early states already predicts nearly all the
   model predicts, so no gap of the paper's kind can show.
 - peak draws (C6b): at least MIN_BIN_TOKENS analysed tokens drawn PEAK_DRAWS times or more in every seed,
@@ -41,7 +41,7 @@ class Check:
 
 NEEDS = {  # claim -> the preconditions it needs, in the order they are checked
     **{cid: ("language model",) for cid in ("C1", "C2", "C4", "C6a", "C6c", "C7a", "C7b", "C1cal", "C2cal")},
-    "C3": ("language model", "room for a gap"),
+    **{cid: ("language model", "room for a gap") for cid in ("C3", "C3s0")},
     "C6b": ("language model", "peak draws"),
 }
 NEEDS_TEXT = {

@@ -140,8 +140,8 @@ def paper_cells():
     return cells | {row: f"{PAPER_DRIFT[matrix]:.2f}" for row, matrix in DRIFTS.items()}
 
 
-OWN_ORDER = ["LM", "C1", "C2", "C3", "C3 tuned-lens 500", "C4", *DRIFTS, "C5", "C5p", "C6a", "C6b", "C6c", "C6c raw",
-             "C7a", "C7b"]
+OWN_ORDER = ["LM", "C1", "C2", "C3", "C3s0", "C3 tuned-lens 500", "C4", *DRIFTS, "C5", "C5p", "C6a", "C6b", "C6c",
+             "C6c raw", "C7a", "C7b"]
 
 
 def regimes_table(builds, draws=100, k=10):

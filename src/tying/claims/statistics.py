@@ -4,6 +4,8 @@ A statistic is computed per seed (paired: the tied and untied runs of one seed s
 tying.claims.verdicts can summarise it over seeds. A single released pair of models has no seeds: C1 and C2
 then carry their per-token values for a bootstrap over tokens.
 """
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
@@ -54,48 +56,102 @@ def early_layer_gap(df, lens="tuned", value="kl_bits", by=()):
     """
     d = df if lens is None else df[df["lens"] == lens]
     n_blocks = d.groupby(["pair", "role", "seed"])["layer"].transform("max")
-    early = d[d["layer"] < np.ceil(n_blocks / 2)]
-    means = early.groupby(["pair", "seed", *by, "role"])[value].mean().unstack("role")
+    return _role_gap(d[d["layer"] < np.ceil(n_blocks / 2)], value, by, f"early-layer KL gap ({lens} lens)")
+
+
+def state_gap(df, state, lens="tuned", value="kl_bits", by=()):
+    """Claim C3s0's statistic at `state` 0 (and C3 by state at any state): tied minus untied KL there.
+
+    df as early_layer_gap's; returns the same columns, one row per (pair, seed, *by)."""
+    d = df if lens is None else df[df["lens"] == lens]
+    return _role_gap(d[d["layer"] == state], value, by, f"state-{state} KL gap ({lens} lens)")
+
+
+def _role_gap(rows, value, by, what):
+    """Tied minus untied mean `value` of `rows` per (pair, seed, *by)."""
+    means = rows.groupby(["pair", "seed", *by, "role"])[value].mean().unstack("role")
     missing = {"tied", "untied"} - set(means.columns)
     if missing or means.isna().any().any():
-        raise PipelineError(f"early-layer KL gap needs a tied and an untied model for every pair and seed ({lens} lens)")
+        raise PipelineError(f"{what} needs a tied and an untied model for every pair and seed")
     means = means.rename(columns={"tied": "tied_bits", "untied": "untied_bits"})
     means["gap_bits"] = means["tied_bits"] - means["untied_bits"]
     return means.reset_index()[["pair", "seed", *by, "tied_bits", "untied_bits", "gap_bits"]].rename_axis(columns=None)
 
 
-def lens_statistic(lens, windows=None, reference=None, pair="main"):
-    """C3: per-seed values (lens_gap), their interval over seeds and validation windows, and the lens
-    certificate (tying.lens.certificate), whose failure makes the verdict "lens not converged".
+def lens_statistic(lens, windows=None, reference=None, pair="main", state=None, null=None):
+    """C3 (state None: the early half) or C3s0 (state 0): per-seed values (lens_gap), their interval over
+    seeds and validation windows, and the lens certificate (tying.lens.certificate), whose failure makes the
+    verdict "lens not converged".
 
     windows: the lens jobs' per-window frames (pair, role, seed, window, layer, kl_bits, kl_check_bits,
     check_step, steps); reference: the lens_convergence jobs' frames (pair, role, seed, layer,
     kl_budget_bits, kl_bits, change_bits, steps, reference_steps). Without windows: the seeds'
-    t-interval and no certificate.
+    t-interval and no certificate. At state 0 the detail adds the gap above each model's state-0 floors where
+    the lens metric has them (floor_detail); `null`: the matched null run's lens metric (role "null"), whose
+    gap against the untied model the detail gives (null_detail).
     """
-    values = lens_gap(lens, pair)
+    gap = early_layer_gap if state is None else partial(state_gap, state=state)
+    name = "C3" if state is None else f"C3s{state}"
+    values = lens_gap(lens, pair, state)
+    extra = [floor_detail(only(lens, pair=pair, lens="tuned"))] if state is not None else []
+    extra += [null_detail(lens, null, pair, state)] if null is not None else []
     if windows is None:
-        return Statistic(values)
+        return Statistic(values, detail="; ".join(d for d in extra if d))
     rows = only(windows, pair=pair)
-    per_window = early_layer_gap(rows, lens=None, by=("window",)).pivot(index="window", columns="seed",
-                                                                        values="gap_bits")
+    per_window = gap(rows, lens=None, by=("window",)).pivot(index="window", columns="seed", values="gap_bits")
     mean, low, high, how = seed_window_interval(values, per_window)
-    check = early_layer_gap(rows, lens=None, value="kl_check_bits").set_index("seed")["gap_bits"]
+    check = gap(rows, lens=None, value="kl_check_bits").set_index("seed")["gap_bits"]
     ref = None
     if reference is not None:
         r = only(reference, pair=pair)
-        gaps = [early_layer_gap(r, lens=None, value=v)["gap_bits"].iloc[0] for v in ("kl_bits", "kl_budget_bits")]
+        gaps = [gap(r, lens=None, value=v)["gap_bits"].iloc[0] for v in ("kl_bits", "kl_budget_bits")]
         ref = {"seed": int(r["seed"].iloc[0]), "steps": int(r["steps"].iloc[0]),
                "reference_steps": int(r["reference_steps"].iloc[0]), "gap": gaps[0], "budget_gap": gaps[1],
                "states": worst_state(r)}
     passed, detail = certificate(values, check, int(rows["steps"].iloc[0]), int(rows["check_step"].iloc[0]),
-                                 (high - low) / 2, ref)
-    return Statistic(values, detail=detail, interval=(low, high, how), verdict="" if passed else NOT_CONVERGED)
+                                 (high - low) / 2, ref, name=name)
+    return Statistic(values, detail="; ".join(d for d in (detail, *extra) if d), interval=(low, high, how),
+                     verdict="" if passed else NOT_CONVERGED)
 
 
-def lens_gap(lens, pair="main"):
-    """C3 per seed: early_layer_gap of the tuned lens metric (pair, role, seed, layer, lens, kl_bits) -> Series by seed."""
-    return only(early_layer_gap(lens), pair=pair).set_index("seed")["gap_bits"]
+def lens_gap(lens, pair="main", state=None):
+    """C3 (state None) or the gap at `state` per seed, of the tuned lens metric (pair, role, seed, layer, lens,
+    kl_bits) -> Series by seed."""
+    gaps = early_layer_gap(lens) if state is None else state_gap(lens, state)
+    return only(gaps, pair=pair).set_index("seed")["gap_bits"]
+
+
+def floor_detail(lens):
+    """C3s0's gap above the floors under every lens at state 0 (tying.lens.floor), from one pair's tuned-lens
+    metric with floor_bits and readout_floor_bits columns: per seed (KL_tied - floor_tied) - (KL_untied -
+    floor_untied), its mean and Student-t interval over seeds, and the floors' means; "" without the columns
+    (a metric written before the lens job computed them) or where a floor was not computed (NaN)."""
+    if "floor_bits" not in lens.columns or lens["floor_bits"].isna().any():
+        return ""
+    rows = lens[lens["layer"] == 0].assign(above_bits=lambda f: f["kl_bits"] - f["floor_bits"])
+    above = state_gap(rows, 0, lens=None, value="above_bits").set_index("seed")["gap_bits"]
+    floors = rows.groupby("role")[["floor_bits", "readout_floor_bits"]].mean()
+    text = (f"above the state-0 floors (KL - floor, tied minus untied): {format_cell(*mean_ci(above))} "
+            f"(Student-t 95% over {above.notna().sum()} seeds); floors tied {floors.loc['tied', 'floor_bits']:.3f}, "
+            f"untied {floors.loc['untied', 'floor_bits']:.3f} bits")
+    if floors["readout_floor_bits"].notna().all():
+        text += (f", the readout's further floor tied {floors.loc['tied', 'readout_floor_bits']:.3f}, untied "
+                 f"{floors.loc['untied', 'readout_floor_bits']:.3f} bits")
+    return text
+
+
+def null_detail(lens, null, pair, state=None):
+    """The matched null's C3 (state None) or gap at `state`: the untied model's KL minus the matched null
+    run's (the untied recipe from another start on the same batches: tying.plan.pairs.matched_null), per seed
+    both have, as text with its mean and Student-t interval over those seeds."""
+    own = only(lens, pair=pair, role="untied", lens="tuned")
+    other = only(null, pair=pair, lens="tuned")
+    seeds = sorted(set(own["seed"]) & set(other["seed"]))
+    rows = pd.concat([own.assign(role="tied"), other.assign(role="untied")], ignore_index=True)
+    values = lens_gap(rows[rows["seed"].isin(seeds)], pair, state)
+    model = other["model"].iloc[0] if "model" in other.columns else "the matched null run"
+    return (f"matched null (untied minus {model}: another start, the same batches): {format_cell(*mean_ci(values))} "
+            f"(Student-t 95% over {len(values)} seeds)")
 
 
 def drift_gap(evolution, run="main"):
@@ -180,12 +236,13 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
 def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
                      scaling=None, lens=None, quality=None, *, pair="main", k=10, early_steps=None,
                      scaled_variant="tied_x5", lens_convergence=None, norm_shuffles=NORM_SHUFFLES,
-                     lens_windows=None):
+                     lens_windows=None, lens_null=None):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
     Frames are the tidy metric tables (`quality`: tying.metrics.model_quality's rows, claim LM; `lens`: the lens
     metric of both models of the pair; `lens_windows`, `lens_convergence`: the lens jobs' per-window KL and
-    the reference lenses' checks, C3's interval and certificate); early_steps: the last step of "early
+    the reference lenses' checks, C3's and C3s0's interval and certificate; `lens_null`: the lens metric of the
+    pair's matched null run, their detail's null); early_steps: the last step of "early
     training" for C5 (None: every logged step); norm_shuffles: C6b's chance level's shuffles.
     """
     out = {}
@@ -201,7 +258,8 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
         out["C2"] = Statistic(knn_gap(knn, pair, k), chance=knn_gap(knn, pair, k, column="null_overlap"),
                               per_token=_single(knn_gap, knn, pair, k))
     if lens is not None:
-        out["C3"] = lens_statistic(lens, lens_windows, lens_convergence, pair)
+        out["C3"] = lens_statistic(lens, lens_windows, lens_convergence, pair, null=lens_null)
+        out["C3s0"] = lens_statistic(lens, lens_windows, lens_convergence, pair, state=0, null=lens_null)
     if evolution is not None:
         out["C4"] = Statistic(drift_gap(evolution, pair))
     if grad_flow is not None:

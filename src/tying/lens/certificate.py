@@ -68,7 +68,7 @@ def seed_window_interval(values, per_window):
             "half-widths in quadrature")
 
 
-def certificate(end, check, steps, check_step, half_width, reference=None):
+def certificate(end, check, steps, check_step, half_width, reference=None, name="C3"):
     """Whether C3's lenses are converged, and the detail that says why: (passed, text).
 
     end, check: C3 by seed from the lenses at the end of their `steps` (0: lenses the pair names, which pass
@@ -76,14 +76,15 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
     half_width: C3's interval half-width (NaN: none, the reference's C3 is then not checked);
     reference: None (the pair trains none: the along-training check alone), or {"seed", "steps",
     "reference_steps", "states": worst_state's {role: (layer, |change|, limit)}, "gap": reference C3,
-    "budget_gap": the budget's C3 on that seed}.
+    "budget_gap": the budget's C3 on that seed}; name: the statistic the text names (C3, or C3s0: the same
+    checks on the state-0 gap).
     """
     if steps == 0:
         return True, ("given: the pair names its lenses (tuned-lens folders), not trained here, so neither check "
                       "applies")
     moved, along_limit = (end - check).dropna(), gap_limit(half_width)
     along = bool((moved.abs() <= along_limit).all())
-    parts = [f"along training ({check_step} -> {steps} steps), C3 change by seed "
+    parts = [f"along training ({check_step} -> {steps} steps), {name} change by seed "
              + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items()) + f" (limit {along_limit:.4f})"]
     passed = along
     if reference is None:
@@ -100,5 +101,5 @@ def certificate(end, check, steps, check_step, half_width, reference=None):
                         "|change| against its limit, "
                         + ", ".join(f"{role} state {layer} {change:.4f} bits (limit {limit:.4f})"
                                     for role, (layer, change, limit) in reference["states"].items())
-                        + f", C3 {shift:+.4f} ({limit_text})")
+                        + f", {name} {shift:+.4f} ({limit_text})")
     return passed, ("certified: " if passed else "not certified: ") + "; ".join(parts)

@@ -1,10 +1,11 @@
-"""The lens rules' work: a lens job (fit, score, its own convergence check) and the 4x reference lens that
-certifies C3 (tying.lens.certificate)."""
+"""The lens rules' work: a lens job (fit, score, its own convergence check, the model's state-0 floors) and the
+4x reference lens that certifies C3 (tying.lens.certificate)."""
 from tying.data.tokens import load_ids
 from tying.lens.fitting import check_step, recipe, train_lens
+from tying.lens.floor import state0_floors
 from tying.lens.scoring import convergence, early_states, scoring_args, state_means, window_kl
 from tying.lens.translators import copy_lens
-from tying.lens.unembed import lens_placement
+from tying.lens.unembed import Readout, lens_placement
 from tying.train.models import frozen_model
 
 REFERENCE_FACTOR = 4  # the reference lens (lens_convergence) trains for this many times lens.steps
@@ -37,6 +38,12 @@ def lens_job(model, train, val, cfg, *, seed):
     per_window = tuned.merge(check.rename(columns={"kl_bits": "kl_check_bits"}), on=["window", "layer"], how="left")
     frame = state_means(windows[windows["lens"] != "check"])
     return lens, frame, per_window.assign(check_step=check_at if steps else 0, steps=steps)
+
+
+def with_floors(frame, model, val, cfg):
+    """A lens job's metric `frame` with the model's state-0 floors on the windows it was scored on
+    (tying.lens.floor.state0_floors): columns floor_bits and readout_floor_bits, the same on every row."""
+    return frame.assign(**state0_floors(model, Readout(model), val, **scoring_args(cfg)))
 
 
 def reference_check(model, train, val, cfg, budget, *, seed):

@@ -188,6 +188,10 @@ def _check_pairs(config):
                 if ref["variant"] not in config["variants"]:
                     raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r} "
                                         f"(variants: {', '.join(config['variants'])})")
+                if config["variants"][ref["variant"]].get("data_offset"):
+                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} trains on another seed's "
+                                        "batches (data_offset), and a pair's runs share their seed's; compare it in "
+                                        "lens_budget.comparisons")
                 wanted = role == "tied" and "control" not in pair  # a control's tied role is an untied run
                 if config["variants"][ref["variant"]]["tied"] != wanted:
                     raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not "
@@ -428,7 +432,7 @@ def run_params(config, arch, variant):
     run = {"family": family, **dims, "init": init_scheme(family, dims["init"]),
            "clip_qkv": clip_qkv(family, dims["clip_qkv"]), "tied": var["tied"],
            "input_grad_scale": float(var.get("input_grad_scale", 1.0)),
-           **({"init_offset": var["init_offset"]} if var.get("init_offset") else {}),  # absent: as before offsets
+           **{k: var[k] for k in ("init_offset", "data_offset") if var.get(k)},  # absent: as before offsets
            "checkpoints": list(runs.checkpoints), "steps": runs.steps, **{k: train[k] for k in keys}}
     if train.get("total_decay"):  # the weight decay whose total over this run's schedule is train.total_decay
         unit = RunSpec.from_dict({**run, "seed": 0, "vocab_size": 0, "eos_id": 0})

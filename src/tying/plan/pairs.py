@@ -360,6 +360,29 @@ def claims_lens_reference(config, pair):
     return lens is True and config["pairs"][pair].get("lens_reference", True)
 
 
+def matched_null(config, pair):
+    """The run a trained pair's C3 is calibrated against, its matched null: the tied role of the first control
+    pair (`control: input`, `output` or `mixture`) whose untied role is `pair`'s and whose tied role is a
+    trained run, a second run of the untied recipe from another start on the same batches ({arch, variant}, as
+    config.yaml's `untied_b`); None where the pair's lens is not trained here or no control pair has such a run."""
+    control = _null_control(config, pair)
+    return None if control is None else config["pairs"][control]["tied"]
+
+
+def matched_null_seeds(config, pair):
+    """The seeds of `pair` its matched null run has (the control pair's seeds among the pair's)."""
+    control = _null_control(config, pair)
+    return [s for s in pair_seeds(config, pair) if control and s in pair_seeds(config, control)]
+
+
+def _null_control(config, pair):
+    p = config["pairs"][pair]
+    if not trained(config, pair) or p.get("lens", True) is not True:  # no lens, or lenses the pair names
+        return None
+    return next((name for name, other in config["pairs"].items() if "control" in other and
+                 other["untied"] == p["untied"] and is_trained(other["tied"])), None)
+
+
 def scaling_cells(config):
     """The names of the scaling grid's cells (tying.plan.grid), each an architecture and pair of its own;
     [] without a scaling section."""

@@ -35,6 +35,7 @@ class RunSpec:
     clip_qkv: float | None = None
     adam_eps: float = 1e-8
     init_offset: int = 0  # another initialisation for the same seed and batches (tying.train.models.init_seed)
+    data_offset: int = 0  # the batches of seed + data_offset, the initialisation of the seed (its mirror)
 
     @classmethod
     def from_dict(cls, fields):
@@ -43,8 +44,9 @@ class RunSpec:
 
     def to_dict(self):
         fields = dataclasses.asdict(self)
-        if not fields["init_offset"]:  # a run without an offset keeps the fingerprint it had before offsets
-            del fields["init_offset"]
+        for offset in ("init_offset", "data_offset"):  # a run without one keeps the fingerprint it had before it
+            if not fields[offset]:
+                del fields[offset]
         return fields
 
     def fingerprint(self):

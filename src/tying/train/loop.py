@@ -114,7 +114,8 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
 
     progress = Progress(name, spec, log_every, start)
     for step in range(start + 1, (spec.steps if until is None else until) + 1):
-        x, y = group.shard(train_batch(train_ids, step, spec.seed, spec.batch_size, spec.seq_len))
+        batch = train_batch(train_ids, step, spec.seed + spec.data_offset, spec.batch_size, spec.seq_len)
+        x, y = group.shard(batch)
         tap.reset()
         loss = 0.0
         for i, (xm, ym) in enumerate(zip(x.chunk(spec.grad_accum), y.chunk(spec.grad_accum))):

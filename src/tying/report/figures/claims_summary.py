@@ -28,6 +28,7 @@ TITLES = {  # claim -> (panel title, x label: the statistic's unit)
     **PANELS,
     "C1": ("C1: Out(U)→T − In(U)→T, held out", PANELS["C1"][1]),
     "C3": ("C3: tuned-lens KL tied − untied, early", "Δ KL (bits)"),
+    "C3s0": ("C3s0: tuned-lens KL tied − untied, state 0", "Δ KL (bits)"),
     "C5": ("C5: output share of tied gradient, early", "share"),
     "C5p": ("C5p: C5 as the authors' code computes it", "share"),
     "C6a": ("C6a: untied input norms flat", "spread of binned norms"),

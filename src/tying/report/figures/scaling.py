@@ -15,6 +15,7 @@ PANELS = {  # claim -> (panel title, y label); C1, C2, C4, C7a and C7b as in cla
     "LM": ("LM: worst model − bigram table", "Δ loss (nats)"),
     **TRAINING_PANELS,
     "C3": ("C3: early-layer lens KL, T − U", "Δ KL (bits)"),
+    "C3s0": ("C3s0: state-0 lens KL, T − U", "Δ KL (bits)"),
     "C5": ("C5: output share of tied grad.", "share of ‖G‖"),
     "C5p": ("C5p: C5 as the paper's code", "share of ‖G‖ (rolling)"),
     "C6a": ("C6a: untied input norm spread", "(max − min) / median"),
