@@ -16,7 +16,9 @@ from tying.lens.residual_share import residual_share, share_sums
 from tying.lens.unembed import stacked_states, token_windows
 from tying.plan import c3_by_width as plan
 from tying.plan import grid
-from tying.plan.config import check, load, run_params
+from tying.plan.checks import check
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.report.figures.c3_by_width import plot_c3_by_width
 from snakerun import ROOT, planned_jobs, snakemake
 

@@ -12,7 +12,7 @@ from tying.claims import depth
 from tying.claims.definitions import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.plan import grid
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.report.figures.c3_by_depth import plot_c3_by_depth
 
 BASE = {

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.plan import grid
 from tying.claims import sweep
 from tying.claims.definitions import Statistic

@@ -20,8 +20,8 @@ from tying.lens.scoring import evaluate_lens
 from tying.lens.translators import TunedLens
 from tying.lens.unembed import Readout, stacked_states, token_windows
 from tying.plan import lens_budget
-from tying.plan.config import load
-from tying.plan.grid import add_cells
+from tying.plan.config import prepared
+from tying.plan.layers import load
 from tying.report.figures.c3_by_lens import plot_c3_by_lens
 from tying.stats import mean_ci
 
@@ -304,8 +304,7 @@ def test_a_sweep_trains_tuned_lens_lenses_at_each_batch_and_the_certified_lens_a
 
 # --- The plan ------------------------------------------------------------------------------------------------
 def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_shared_run_once():
-    config = load("configs/trained.yaml")
-    add_cells(config)
+    config = prepared("configs/trained.yaml").config
     comps = lens_budget.comparisons(config)
     assert [c["comparison"] for c in comps] == (["tying"] * 3 + ["matched_null"] * 3 + ["data_order"] * 3
                                                 + ["tied_seeds"] * 2 + ["untied_seeds"] * 2 + ["untied_steps"] * 3)
@@ -322,8 +321,7 @@ def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_s
 def test_the_disjoint_seed_nulls_use_no_model_twice(path):
     """Pairs (0, 1) and (2, 3): each seed null's mean is of independent differences, so its Student-t interval
     holds; the pairs (0, 1), (1, 2), (2, 3) shared models, their mean (X0 - X3) / 3."""
-    config = load(path)
-    add_cells(config)
+    config = prepared(path).config
     for name in ("tied_seeds", "untied_seeds"):
         pairs = [(c["a"], c["b"]) for c in lens_budget.comparisons(config) if c["comparison"] == name]
         models = [run for pair in pairs for run in pair]

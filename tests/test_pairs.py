@@ -7,7 +7,9 @@ import yaml
 
 from snakerun import ROOT
 from tying.plan import pairs
-from tying.plan.config import check, run_params
+from tying.plan.checks import check
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.errors import PipelineError
 from tying.plan.run_spec import RunSpec
 
@@ -150,11 +152,7 @@ def test_the_survey_splits_gated_comparisons_without_a_token(config):
 
 
 def test_drawn_counts_are_kept_at_the_checkpoints_of_the_pairs_compared_at_that_step(config):
-    from tying.plan.config import load
-    from tying.plan.grid import add_cells
-
-    grid = load("configs/scaling.yaml")
-    add_cells(grid)
+    grid = prepared("configs/scaling.yaml").config
     steps = {pairs.pair_step(grid, p) for p in grid["pairs"]}
     assert steps == {300, 1500}
     # a 300-step cell's counts are kept at its own checkpoints, not at the 1500-step cells' (750 is not one of

@@ -10,7 +10,9 @@ from snakerun import ROOT, planned_jobs, snakemake
 from tying.data.batches import train_batch
 from tying.errors import PipelineError
 from tying.train import loop
-from tying.plan.config import check, load, run_params
+from tying.plan.checks import check
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.plan.pairs import (claims_pairs, matched_null, matched_null_seeds, mixture_pair, pair_models, token_set_runs,
                               trained_runs)
 from tying.plan.run_spec import RunSpec

@@ -11,7 +11,9 @@ from snakerun import ROOT, planned_jobs, snakemake
 from tying.plan import grid
 from tying.plan import pairs
 from tying.claims.definitions import ALL_TOKENS
-from tying.plan.config import check, load, run_params
+from tying.plan.checks import check
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

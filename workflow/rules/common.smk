@@ -1,14 +1,12 @@
-# Config validation, and the wiring of every rule file (what a pair is comes from tying.plan.pairs; the
+# The wiring of every rule file (what a pair is comes from tying.plan.pairs; the
 # functions here expand rule outputs over it).
 import sys
 
 from huggingface_hub import get_token
-from snakemake.utils import min_version
 
-from tying.plan.config import check, check_schema, run_params, typed_overrides
-from tying.errors import PipelineError
-from tying.plan.grid import SHAPE_COLUMNS, add_cells, cells
+from tying.plan.grid import SHAPE_COLUMNS, cells
 from tying.plan.memory import request_mb
+from tying.plan.run_params import run_params
 from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
                               claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
                               downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
@@ -25,23 +23,11 @@ from tying.plan.lens_budget import comparisons as budget_comparisons, described 
 from tying.plan.c3_by_width import FIGURE as WIDTH_FIGURE, TABLE as WIDTH_TABLE, width_cells, width_runs
 from tying.plan.targets import lacks, refusal, targets, unbuilt_pattern
 
-min_version("9.0")
-
 wildcard_constraints:  # every rule's {seed} is a number, {repo} a hub repository id, {revision} a branch or commit
     seed=r"\d+",
     repo=r"[^/]+/[^/]+",
     revision=r"[^/]+",
 
-typed_overrides(config, workflow.config_settings.config)  # --config "lens={steps: 30}": 30, not '30'
-try:
-    check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))  # before add_cells reads it
-    add_cells(config)  # the scaling grid's cells become ordinary architectures and pairs (tying.plan.grid)
-    CHECKED = check(config, workflow.source_path("../schemas/config.schema.yaml"))
-except PipelineError as err:
-    sys.exit(f"config error: {err}")
-if workflow.is_main_process:  # what the check found worth saying (the tokens a local pair shares), once a run
-    for line in CHECKED:
-        print(line, file=sys.stderr)
 if unpinned_references(config):  # a branch moves: the same config would fetch other weights later
     print(f"warning: hub references not pinned to a commit ({', '.join(unpinned_references(config))}); "
           f"pin them: {PIN_COMMAND}", file=sys.stderr)

@@ -36,7 +36,7 @@ separate runs, since the learning-rate schedule depends on the total steps, so a
 1500-step run's step-300 checkpoint. Its architecture entry carries the cell's schedule as
 `architectures.<cell>.train: {steps, checkpoints}`, a per-architecture override of train.steps and
 train.checkpoints that tying.plan.pairs.schedule reads, and a size's own `lr` as `train.lr` there, which
-tying.plan.config.run_params reads in place of train.lr (models of different width train stably at
+tying.plan.run_params.run_params reads in place of train.lr (models of different width train stably at
 different rates). `merge` adds the entries to the config as it is
 loaded (workflow/rules/common.smk, before the config check), so each cell is an ordinary
 architecture and pair to every rule.

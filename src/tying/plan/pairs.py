@@ -8,7 +8,7 @@ pair's seeds, the step it is compared at, its model directories, which metric in
 a run's training schedule (`schedule`, the one place that reads train.steps and train.checkpoints,
 and an architecture's own `train` override of them).
 They take and return values and path strings; the rule files (workflow/rules/common.smk) expand
-rule outputs over them, and the config check (tying.plan.config) asks the same questions.
+rule outputs over them, and the config check (tying.plan.checks) asks the same questions.
 """
 from dataclasses import dataclass
 
@@ -29,7 +29,7 @@ def is_trained(ref):
 
 def is_local(ref):
     """True for a local save_pretrained directory ({path}); its path is absolute once the Snakefile has
-    resolved it (tying.plan.config.local_paths)."""
+    resolved it (tying.plan.layers.local_paths)."""
     return "path" in ref
 
 

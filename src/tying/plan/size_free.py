@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from tying.errors import PipelineError
-from tying.plan.config import prepared, run_params
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.plan.decay import no_gradient_level, total_decay
 from tying.plan.grid import olmo_params
 from tying.plan.pairs import claims_pairs
@@ -77,7 +78,7 @@ def regime_rows(regimes, launch_dir=".", builds=None):
     rows = []
     for regime in regimes:
         path, _, pair = regime.partition(":")
-        config = prepared(*([] if Path(path).name == "config.yaml" else [path]), launch_dir=launch_dir)
+        config = prepared(*([] if Path(path).name == "config.yaml" else [path]), launch_dir=launch_dir).config
         tokens = built_corpus_tokens(config, launch_dir if builds is None else builds)
         rows.append({"config": regime, **size_free(config, pair or None, tokens)})
     return rows

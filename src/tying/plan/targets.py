@@ -9,14 +9,13 @@ makes (figures/fig10.pdf) keeps snakemake's own "No rule to produce".
 """
 import re
 import string
-from pathlib import Path
 
+from tying.errors import PipelineError
 from tying.plan import c3_by_width, lens_budget
-from tying.plan.config import layered
-from tying.plan.grid import add_cells
+from tying.plan.config import prepared
+from tying.plan.layers import CHECKOUT
 from tying.plan.pairs import checkpoint_groups, pair_seeds, trained
 
-ROOT = Path(__file__).resolve().parents[3]
 COMMAND = ".venv/bin/snakemake --cores 2"
 
 # Each figure and table file, with the config key that enables it (`n`: the figure's or table's name).
@@ -126,12 +125,15 @@ def refusal(config, target):
 
 
 def shipped_configs():
-    """{label: config} of config.yaml and of each configs/*.yaml laid over it, as `snakemake --configfile`
-    runs them, their scaling cells added as pairs."""
+    """{label: config} of config.yaml and of each configs/*.yaml laid over it, as `snakemake --configfile` runs them
+    (tying.plan.config.prepared), those the check refuses left out: they build nothing yet (configs/trajectory.yaml
+    until its trajectory is written)."""
     out = {}
-    for path in [None, *sorted((ROOT / "configs").glob("*.yaml"))]:
-        config = layered(ROOT / "config.yaml", [path] if path else [])
-        add_cells(config)
+    for path in [None, *sorted((CHECKOUT / "configs").glob("*.yaml"))]:
+        try:
+            config = prepared(*([path] if path else [])).config
+        except PipelineError:
+            continue
         out["config.yaml" if path is None else f"configs/{path.name}"] = config
     return out
 
