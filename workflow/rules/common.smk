@@ -4,19 +4,19 @@ import sys
 
 from huggingface_hub import get_token
 
-from tying.plan.grid import SHAPE_COLUMNS, cells
+from tying.plan.grid import SHAPE_COLUMNS, scaling_cells
 from tying.plan.memory import request_mb
 from tying.plan.run_params import run_params
-from tying.plan.pairs import (analysis_params, checkpoint_dir, checkpoint_groups, claims_at_paper_scale, claims_lens,
-                              claims_lens_reference, claims_metrics, claims_pairs, claims_sources, control_dir,
-                              downstream_runs, drawn_steps, early_steps, evolution_models, has_token_set, hub_dir,
-                              initial_models, lens_tokens_source, local_pair, local_tokenizers, mixture_pair,
-                              model_dims, model_dir, pair_claims_metrics, pair_models, pair_schedule, pair_seeds,
-                              pair_step, quality_runs, reference_name, released_models, released_pairs, run_shape,
-                              scaled_models, scaled_variants, scaling_steps, schedule, survey_comparison, survey_pairs,
-                              token_plan, token_set_runs, trained, trained_control_dir, trajectory_models,
-                              trajectory_points, trajectory_variants)
-from tying.plan.pairs import matched_null, matched_null_seeds
+from tying.plan.claims import (claims_at_paper_scale, claims_lens, claims_lens_reference, claims_metrics, claims_pairs,
+                               claims_sources, matched_null, matched_null_seeds, mixture_pair, pair_claims_metrics)
+from tying.plan.claims_over_training import trajectory_models, trajectory_points, trajectory_variants
+from tying.plan.pairs import (analysis_params, downstream_runs, drawn_steps, early_steps, evolution_models,
+                              has_token_set, initial_models, lens_tokens_source, local_pair, local_tokenizers,
+                              pair_models, pair_schedule, pair_seeds, pair_step, quality_runs, released_models,
+                              released_pairs, scaled_models, scaled_variants, scaling_steps, token_set_runs, trained)
+from tying.plan.references import checkpoint_dir, control_dir, hub_dir, reference, trained_control_dir
+from tying.plan.runs import checkpoint_groups, model_dims, run_shape, schedule, token_plan
+from tying.plan.survey import survey_comparison, survey_pairs
 from tying.plan.pins import PIN_COMMAND, unpinned_references
 from tying.plan.lens_budget import FIGURE as BUDGET_FIGURE, TABLE as BUDGET_TABLE, budget_runs, sweep_path
 from tying.plan.lens_budget import comparisons as budget_comparisons, described as budget_described
@@ -33,9 +33,9 @@ if unpinned_references(config):  # a branch moves: the same config would fetch o
           f"pin them: {PIN_COMMAND}", file=sys.stderr)
 
 PAIRS = config.get("pairs", {})
-TRAIN_GROUPS = checkpoint_groups(config)  # one train rule per exported-steps list; tying.plan.pairs.schedule
+TRAIN_GROUPS = checkpoint_groups(config)  # one train rule per exported-steps list; tying.plan.runs.schedule
 FINAL_STEP = schedule(config).final
-CELLS = cells(config) if config.get("scaling") else []  # the scaling grid's cells (tying.plan.grid)
+CELLS = scaling_cells(config)  # the scaling grid's cells (tying.plan.grid)
 
 
 def all_targets():
@@ -97,7 +97,7 @@ def pair_claims_inputs(pair, metrics):
     """Per-seed metric files of one pair's claims, by claim_statistics argument name, with (the pair's
     `lens` flag) the lens metrics of both models and their per-window KL (C3's interval and certificate),
     (its `lens_reference` flag) the first seed's reference lens checks, and its matched null run's lens metrics
-    (tying.plan.pairs.matched_null). A local pair's quality is local_quality's."""
+    (tying.plan.claims.matched_null). A local pair's quality is local_quality's."""
     own = {"quality": rules.local_quality} if local_pair(config, pair) else {}
     inputs = {name: per_seed(own.get(name) or getattr(rules, name), pair) for name in metrics}
     if claims_lens(config, pair):
@@ -169,7 +169,7 @@ def claims_exposure_inputs(pairs):
 
 def claims_inputs(wildcards):
     """Per-seed metric files of the claims pairs, by claim_statistics argument name: the first pair's
-    metrics (tying.plan.pairs.claims_metrics); the alignment, KNN and quality metrics of the others as further_*."""
+    metrics (tying.plan.claims.claims_metrics); the alignment, KNN and quality metrics of the others as further_*."""
     pair = if_built("results/tables/claims.parquet", claims_pairs(config))[0]
     metrics, further_metrics = claims_metrics(config)
     inputs = pair_claims_inputs(pair, metrics)
@@ -190,7 +190,7 @@ def cell_claims_inputs(wildcards):
 
 
 def baseline_file(shape):
-    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.plan.pairs.run_shape."""
+    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.plan.runs.run_shape."""
     return expand(rules.baseline.output[0], **dict(zip(("seed", "steps", "batch", "seq_len"), shape)))[0]
 
 
@@ -216,8 +216,7 @@ def lens_inputs(pair, role, seed):
 
 def null_lens_inputs(pair, seed):
     """The matched null's lens job's inputs: its run's checkpoint at the pair's step and the pipeline's tokens."""
-    ref = matched_null(config, pair)
-    return {"model": checkpoint_dir(ref["arch"], ref["variant"], seed, pair_step(config, pair)),
+    return {"model": reference(matched_null(config, pair)).directory(seed, pair_step(config, pair)),
             **{k: rules.tokens.output[k] for k in ("train", "val", "meta")}}
 
 
@@ -276,7 +275,7 @@ def downstream_metrics():
 def downstream_ids(w):
     """A downstream metric's identification columns: the run and its final step."""
     return {"arch": w.arch, "variant": w.variant, "seed": int(w.seed),
-            "step": schedule(config, {"arch": w.arch, "variant": w.variant}).final}
+            "step": schedule(config, w.arch).final}
 
 
 # --- The survey of released models (survey.smk) ------------------------------------------------------

@@ -66,7 +66,7 @@ rule hub_tokens:
 
 # A local model's own tokenizer over the corpus, for its lens and its LM row: {dir} is the folder holding that
 # tokenizer (the model's directory, or its `tokenizer:` folder), absolute without the leading /
-# (tying.plan.pairs.lens_tokens_source), so the models of one tokenizer share the job.
+# (tying.plan.references: tokens_source), so the models of one tokenizer share the job.
 rule local_tokens:
     input:
         documents=corpus_shards(),

@@ -19,7 +19,7 @@ rule lens:
         ids=lambda w: {
             "pair": w.pair,
             "role": w.role,
-            "model": reference_name(PAIRS[w.pair][w.role]),
+            "model": reference(PAIRS[w.pair][w.role]).name,
             "seed": int(w.seed),
         },
         lens=config["lens"],
@@ -36,7 +36,7 @@ rule lens:
         "../scripts/lens.py"
 
 
-# The claims pair's matched null (tying.plan.pairs.matched_null): the lens job on its second untied run, whose KL
+# The claims pair's matched null (tying.plan.claims.matched_null): the lens job on its second untied run, whose KL
 # against the pair's untied model C3's and C3s0's detail give.
 use rule lens as lens_null with:
     input:
@@ -52,7 +52,7 @@ use rule lens as lens_null with:
         ids=lambda w: {
             "pair": w.pair,
             "role": "null",
-            "model": reference_name(matched_null(config, w.pair)),
+            "model": reference(matched_null(config, w.pair)).name,
             "seed": int(w.seed),
         },
         lens=config["lens"],

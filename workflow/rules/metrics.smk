@@ -207,7 +207,7 @@ rule loss:
             for a, v, s in downstream_runs(config)
         ],
         baselines=lambda w: [
-            baseline_file(run_shape(config, a, s, schedule(config, {"arch": a, "variant": v}).final))
+            baseline_file(run_shape(config, a, s, schedule(config, a).final))
             for a, v, s in downstream_runs(config)
         ],
     output:

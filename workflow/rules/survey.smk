@@ -33,7 +33,7 @@ rule survey_table:
         alignment=lambda w: if_built("results/tables/survey.csv", per_seed(rules.alignment, SURVEY_RUN)),
         knn=per_seed(rules.knn, SURVEY_RUN),
         models=[d for p in SURVEY_RUN for d in pair_models(config, p, 0).values()],
-        sources=[model_dir(PAIRS[p][role], 0, 0) for p in SURVEY_RUN for role in ("tied", "untied")],
+        sources=[reference(PAIRS[p][role]).directory(0, 0) for p in SURVEY_RUN for role in ("tied", "untied")],
     output:
         csv=report("results/tables/survey.csv", caption="../report/survey.rst", category="Survey"),
         md="results/tables/survey.md",

@@ -196,9 +196,10 @@ rule c7_dose_reference:
     input:
         unpack(lambda w: token_set(w.pair, w.seed)),
         untied=lambda w: pair_models(config, w.pair, int(w.seed))["untied"],
-        second=lambda w: model_dir({**PAIRS[w.pair]["untied"], "variant": config["analysis"]["ceiling_variant"]},
-                                   int(w.seed), pair_step(config, w.pair)),
-        tied=lambda w: [model_dir(PAIRS[w.pair]["tied"], int(w.seed), s) for s in pair_schedule(config, w.pair).checkpoints],
+        second=lambda w: reference(PAIRS[w.pair]["untied"]).as_variant(config["analysis"]["ceiling_variant"]).directory(
+            int(w.seed), pair_step(config, w.pair)),
+        tied=lambda w: [reference(PAIRS[w.pair]["tied"]).directory(int(w.seed), s)
+                        for s in pair_schedule(config, w.pair).checkpoints],
     output:
         "results/metrics/c7_dose_reference/{pair}/seed{seed}.parquet",
     params:

@@ -1,4 +1,4 @@
-# One train rule per list of exported steps (tying.plan.pairs.checkpoint_groups): a rule's outputs are fixed
+# One train rule per list of exported steps (tying.plan.runs.checkpoint_groups): a rule's outputs are fixed
 # lists, so the architectures whose own schedule exports other steps (scaling cells) get the same rule
 # again, `train_<steps>`, constrained to them; `train` itself is every other architecture's.
 OWN_CHECKPOINTS = [a for c, group in TRAIN_GROUPS.items() if c != schedule(config).checkpoints for a in group]

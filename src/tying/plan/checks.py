@@ -1,6 +1,7 @@
 """What the config schema cannot say, checked before any job with one-line errors: shards, schedules, pairs and
 the models they name, the survey, the studies' own sections."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from tying.checkpoints.checkpoint_files import stored_tensors
@@ -10,8 +11,11 @@ from tying.checkpoints.tokenizer_files import folder_tokens
 from tying.checkpoints.unembedding_hash import stored_unembedding_hashes
 from tying.errors import PipelineError
 from tying.plan import c3_by_width, lens_budget
-from tying.plan.pairs import (claims_pairs, is_local, is_trained, local_pair, model_dims, pair_schedule, schedule,
-                              tokenizer_dir, trained, unwritten_trajectories)
+from tying.plan.claims import claims_pairs
+from tying.plan.claims_over_training import unwritten_trajectories
+from tying.plan.pairs import ROLES, local_pair, pair_refs, pair_schedule, trained
+from tying.plan.references import reference
+from tying.plan.runs import model_dims, schedule
 from tying.plan.recipes import clip_qkv, init_scheme
 from tying.plan.schema import check_schema
 
@@ -38,7 +42,7 @@ def check(config, schema_path):
     if late:
         raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({runs.steps})")
     for arch in config["architectures"]:
-        own = schedule(config, {"arch": arch})
+        own = schedule(config, arch)
         late = sorted(s for s in own.checkpoints if s > own.steps)
         if late:  # only an architecture's own train entry can get here
             raise PipelineError(f"architectures.{arch}.train.checkpoints: {late} exceed its steps ({own.steps})")
@@ -77,9 +81,10 @@ def _check_survey(config):
         if name not in pairs:
             raise PipelineError(f"survey.comparisons: unknown pair {name!r} (pairs: {', '.join(pairs) or 'none'})")
     for name, pair in pairs.items():
-        if name not in surveyed and ("control" not in pair or is_trained(pair.get("tied", {}))):
+        refs = pair_refs(config, name)
+        if name not in surveyed and ("control" not in pair or ("tied" in refs and refs["tied"].trained)):
             continue
-        if not all("hub" in pair.get(role, {}) for role in ("tied", "untied")):
+        if not all(role in refs and refs[role].hub for role in ROLES):
             raise PipelineError(f"pairs.{name}: the survey compares a tied and an untied released (hub) model")
         if "control" in pair and (name not in surveyed or name in used):
             raise PipelineError(f"pairs.{name}: a negative control (control: {pair['control']}) is read by the "
@@ -101,33 +106,33 @@ def _check_pairs(config):
     {(pair, role): (token strings by id, rows)} of each local model (_check_local)."""
     pairs, local = config.get("pairs", {}), {}
     for name, pair in pairs.items():
-        for role in ("tied", "untied"):
-            ref = pair.get(role)
-            if ref and is_trained(ref):
-                if ref["arch"] not in config["architectures"]:
-                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref['arch']!r} "
+        for role, ref in pair_refs(config, name).items():
+            if ref.trained:
+                if ref.arch not in config["architectures"]:
+                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref.arch!r} "
                                         f"(architectures: {', '.join(config['architectures'])})")
-                if ref["variant"] not in config["variants"]:
-                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref['variant']!r} "
+                if ref.variant not in config["variants"]:
+                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref.variant!r} "
                                         f"(variants: {', '.join(config['variants'])})")
-                if config["variants"][ref["variant"]].get("data_offset"):
-                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} trains on another seed's "
+                if config["variants"][ref.variant].get("data_offset"):
+                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref.variant!r} trains on another seed's "
                                         "batches (data_offset), and a pair's runs share their seed's; compare it in "
                                         "lens_budget.comparisons")
                 wanted = role == "tied" and "control" not in pair  # a control's tied role is an untied run
-                if config["variants"][ref["variant"]]["tied"] != wanted:
-                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref['variant']!r} is not "
+                if config["variants"][ref.variant]["tied"] != wanted:
+                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref.variant!r} is not "
                                         f"{'tied' if wanted else 'untied'}"
                                         + (" (a control's tied role is an untied run)" if "control" in pair else ""))
-            if ref and is_local(ref):
+            if ref.local:
                 control = role == "tied" and "control" in pair  # a control's tied role is an untied model
                 local[name, role] = _check_local(f"pairs.{name}.{role}.path", ref, tied=role == "tied" and not control,
                                                  control=control)
         if isinstance(pair.get("lens"), dict):
             _check_given_lens(config, name, pair)
-        if is_local(pair["untied"]):
+        untied = reference(pair["untied"])
+        if untied.local:
             for step, path in pair.get("evolution", {}).items():  # checkpoints of the untied model: its tokenizer
-                _check_local(f"pairs.{name}.evolution.{step}", {**pair["untied"], "path": path}, tied=False,
+                _check_local(f"pairs.{name}.evolution.{step}", replace(untied, path=path), tied=False,
                              tokenizer_key=f"pairs.{name}.untied.tokenizer")
             if pair.get("trajectory"):
                 raise PipelineError(f"pairs.{name}.trajectory: matched hub revisions; a local pair has none "
@@ -159,7 +164,7 @@ def _check_pairs(config):
         local_claims = target == "claims" and local_pair(config, pair)  # without checkpoints: C4 not testable here
         if (target in NEEDS_EVOLUTION and not further_claims and not local_claims and not trained(config, pair)
                 and "evolution" not in pairs[pair]):
-            local = is_local(pairs[pair]["untied"])
+            local = reference(pairs[pair]["untied"]).local
             raise PipelineError(f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "
                                 f"-> {'directory' if local else 'revision'} of its untied model)")
     dose = config.get("tables", {}).get("c7_dose")
@@ -179,11 +184,11 @@ def _check_pairs(config):
 
 
 def _check_local(where, ref, tied, control=False, tokenizer_key=None):
-    """A local model `ref` ({path, tokenizer}) at `where` (a config key): a directory holding a config.json and
-    weights, tied when `tied` and untied otherwise, as far as its files say without loading it (local_tying),
-    and a tokenizer (tokenizer_dir; the key of a `tokenizer:` folder is `tokenizer_key`, by default beside
-    `where`). Returns (its token strings by id, its rows: config.json's vocab_size)."""
-    directory = Path(ref["path"])
+    """A local model `ref` (tying.plan.references.Local) at `where` (a config key): a directory holding a
+    config.json and weights, tied when `tied` and untied otherwise, as far as its files say without loading it
+    (local_tying), and a tokenizer (its tokenizer_dir; the key of a `tokenizer:` folder is `tokenizer_key`, by
+    default beside `where`). Returns (its token strings by id, its rows: config.json's vocab_size)."""
+    directory = Path(ref.path)
     if not directory.is_dir():
         raise PipelineError(f"{where}: no directory {directory}")
     model_config = _model_config(where, directory)
@@ -198,9 +203,9 @@ def _check_local(where, ref, tied, control=False, tokenizer_key=None):
                             f"its role needs {'a tied' if tied else 'an untied'} one"
                             + (" (a control's tied role is an untied model)" if control else ""))
     try:
-        tokens = folder_tokens(tokenizer_dir(ref))
+        tokens = folder_tokens(ref.tokenizer_dir)
     except PipelineError as err:
-        key = (tokenizer_key or where.rsplit(".", 1)[0] + ".tokenizer") if "tokenizer" in ref else where
+        key = (tokenizer_key or where.rsplit(".", 1)[0] + ".tokenizer") if ref.tokenizer else where
         raise PipelineError(f"{key}: {err}") from None
     return tokens, vocab_size(model_config)
 
@@ -239,12 +244,12 @@ def _check_given_lens(config, name, pair):
             lens = read_lens_config(path)
         except PipelineError as err:
             raise PipelineError(f"{where}: {err}") from None
-        ref = pair[role]
-        if is_trained(ref):
-            dims = model_dims(config, ref["arch"])
+        ref = reference(pair[role])
+        if ref.trained:
+            dims = model_dims(config, ref.arch)
             model = dims["hidden_size"], dims["layers"]
-        elif is_local(ref):
-            model_config = _model_config(f"pairs.{name}.{role}.path", Path(ref["path"]))
+        elif ref.local:
+            model_config = _model_config(f"pairs.{name}.{role}.path", Path(ref.path))
             text = model_config.get("text_config") or model_config
             model = text.get("hidden_size"), text.get("num_hidden_layers")
         else:
@@ -253,11 +258,11 @@ def _check_given_lens(config, name, pair):
             raise PipelineError(f"{where}: {path} is a lens for d_model {lens['d_model']} and "
                                 f"{lens['num_hidden_layers']} layers; the {role} model has d_model {model[0]} and "
                                 f"{model[1]} layers")
-        if is_local(ref) and lens.get("unembed_hash"):
-            hashes = stored_unembedding_hashes(ref["path"], tied=role == "tied" and "control" not in pair)
+        if ref.local and lens.get("unembed_hash"):
+            hashes = stored_unembedding_hashes(ref.path, tied=role == "tied" and "control" not in pair)
             if hashes and lens["unembed_hash"] not in hashes.values():
                 raise PipelineError(f"{where}: {path} is a lens for another model's unembedding (its unembed_hash "
-                                    f"is not that of {ref['path']}'s output matrix)")
+                                    f"is not that of {ref.path}'s output matrix)")
 
 
 def _model_config(where, directory):
@@ -289,15 +294,14 @@ def _check_knn(config):
     """analysis.knn_k below the vocabulary of each pair a target reads, where the check can know it: a trained
     pair's (tokenizer.vocab_size, unless a pretrained tokenizer's), a local model's (its config.json); a hub
     model's is known once fetched."""
-    k, pairs = config["analysis"]["knn_k"], config.get("pairs", {})
+    k = config["analysis"]["knn_k"]
     for _, name in _targets(config):
-        pair = pairs[name]
         if trained(config, name):
             vocab = None if config["tokenizer"].get("pretrained") else config["tokenizer"]["vocab_size"]
             source = "tokenizer.vocab_size"
         else:
-            refs = [pair[r] for r in ("tied", "untied") if r in pair and is_local(pair[r])]
-            sizes = [vocab_size(json.loads((Path(ref["path"]) / "config.json").read_text())) for ref in refs]
+            refs = [ref for ref in pair_refs(config, name).values() if ref.local]
+            sizes = [vocab_size(json.loads((Path(ref.path) / "config.json").read_text())) for ref in refs]
             vocab = min((v for v in sizes if v), default=None)
             source = "its config.json's vocab_size"
         if vocab is not None and k >= vocab:

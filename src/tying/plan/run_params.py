@@ -1,6 +1,6 @@
 """What determines one training run's weights, from the config: the train rule's params."""
 from tying.plan.decay import weight_decay_for
-from tying.plan.pairs import model_dims, schedule
+from tying.plan.runs import model_dims, schedule
 from tying.plan.recipes import clip_qkv, init_scheme
 from tying.plan.run_spec import RunSpec
 
@@ -12,7 +12,7 @@ def run_params(config, arch, variant):
     one (a scaling size's `lr`)."""
     own, var = config["architectures"][arch].get("train", {}), config["variants"][variant]
     train = {**config["train"], **({"lr": own["lr"]} if "lr" in own else {})}
-    runs = schedule(config, {"arch": arch, "variant": variant})
+    runs = schedule(config, arch)
     keys = ("batch_size", "lr", "warmup", "min_lr_ratio", "weight_decay", "grad_clip", "eval_batches",
             "grad_accum", "dtype", "adam_eps")
     family, dims = config["architectures"][arch]["family"], model_dims(config, arch)

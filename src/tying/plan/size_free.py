@@ -25,7 +25,8 @@ from tying.plan.config import prepared
 from tying.plan.run_params import run_params
 from tying.plan.decay import no_gradient_level, total_decay
 from tying.plan.grid import olmo_params
-from tying.plan.pairs import claims_pairs
+from tying.plan.claims import claims_pairs
+from tying.plan.pairs import pair_refs
 from tying.plan.run_spec import RunSpec
 
 COLUMNS = {  # key: the table's header
@@ -43,10 +44,10 @@ def size_free(config, pair=None, corpus_tokens=None):
     tokens, for the passes (None: not known)."""
     pairs = config.get("pairs") or {}
     pair = pair or (claims_pairs(config) or list(pairs) or [None])[0]
-    if pair not in pairs or "arch" not in pairs[pair].get("tied", {}):
+    tied = pair_refs(config, pair).get("tied") if pair in pairs else None
+    if tied is None or not tied.trained:
         raise PipelineError(f"size-free numbers: {pair!r} is not a trained pair of the config")
-    ref = pairs[pair]["tied"]
-    run = run_params(config, ref["arch"], ref["variant"])
+    run = run_params(config, tied.arch, tied.variant)
     if run["family"] != "olmo":
         raise PipelineError(f"size-free numbers: pair {pair!r} is {run['family']}; parameters are counted for OLMo only")
     vocab = config["tokenizer"]["vocab_size"]

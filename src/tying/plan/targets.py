@@ -14,7 +14,8 @@ from tying.errors import PipelineError
 from tying.plan import c3_by_width, lens_budget
 from tying.plan.config import prepared
 from tying.plan.layers import CHECKOUT
-from tying.plan.pairs import checkpoint_groups, pair_seeds, trained
+from tying.plan.pairs import pair_seeds, trained
+from tying.plan.runs import checkpoint_groups
 
 COMMAND = ".venv/bin/snakemake --cores 2"
 
