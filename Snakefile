@@ -88,18 +88,24 @@ envvars:
 report: "workflow/report/workflow.rst"
 
 
-include: "workflow/rules/corpus.smk"
-include: "workflow/rules/tokenizer.smk"
-include: "workflow/rules/tokens.smk"
+# The chain, a rule file a stage, then one a study (its tables and figures; docs/pipeline.md).
+include: "workflow/rules/data.smk"
 include: "workflow/rules/hub.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/lens.smk"
-include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/downstream.smk"
-include: "workflow/rules/tables.smk"
+include: "workflow/rules/claims_by_exposure.smk"
+include: "workflow/rules/claims_by_lookup.smk"
+include: "workflow/rules/claims_over_training.smk"
+include: "workflow/rules/scaling.smk"
+include: "workflow/rules/c3_by_depth.smk"
+include: "workflow/rules/c3_by_width.smk"
+include: "workflow/rules/lens_budget.smk"
+include: "workflow/rules/c7_dose.smk"
 include: "workflow/rules/survey.smk"
-include: "workflow/rules/trajectory.smk"
 
 
 localrules:

@@ -310,7 +310,7 @@ def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study
     assert jobs["train"] == jobs["lens"] == jobs["lens_budget"] == jobs["residual_share"] == runs
     assert jobs["lens_convergence"] == 4 * 2 and jobs["cell_claims"] == 4 and jobs["quality"] == 4 * 3
     assert jobs["c3_by_width_table"] == jobs["c3_by_width_figure"] == 1
-    assert not {"c3_by_lens_table", "c3_by_depth_table", "scaling"} & set(jobs)
+    assert not {"lens_budget_table", "c3_by_depth_table", "scaling"} & set(jobs)
     swept = set(re.findall(r"wildcards: arch=(\w+), variant=(\w+), seed=(\d+), step=(\d+)", result.stdout))
     assert swept == {(cell, variant, str(seed), str(step))
                      for cell, variant, seed, step in plan.width_runs(load("configs/width.yaml"))}

@@ -1,4 +1,4 @@
-"""C7 as a dose-response (configs/dose.yaml, tying.claims.dose): the dose grid's runs, and the per-dose table."""
+"""C7 as a dose-response (configs/dose.yaml, tying.claims.c7_dose): the dose grid's runs, and the per-dose table."""
 import math
 
 import numpy as np
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from snakerun import ROOT, snakemake
-from tying.claims.dose import at_margin, dose_seed_values, dose_table, supports
+from tying.claims.c7_dose import at_margin, dose_seed_values, dose_table, supports
 from tying.errors import PipelineError
 from tying.plan.checks import check
 from tying.plan.config import prepared

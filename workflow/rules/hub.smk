@@ -3,6 +3,8 @@
 # reads the hub's metadata; a corpus or tokenizer may come from the hub too): on a cluster they run
 # on the submitting host (localrules), and each holds resource `network=1`, so `--resources network=2`
 # caps parallel downloads. Building the DAG (and a dry run) never calls the hub: paths come from the config.
+from tying.plan.references import hub_dir
+
 
 localrules:
     hub_embeddings,

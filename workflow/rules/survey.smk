@@ -5,6 +5,17 @@
 # source.json; a control's, its source model's). A comparison with a gated model (`survey.gated`)
 # runs only when a Hugging Face token is available (HF_TOKEN or `hf auth login`); otherwise
 # it is listed as not run and nothing of it is fetched.
+from huggingface_hub import get_token
+
+from tying.plan.references import control_dir, hub_dir
+from tying.plan.survey import survey_comparison, survey_pairs
+
+
+SURVEY = config.get("survey", {})
+
+
+SURVEY_RUN, SURVEY_SKIPPED = survey_pairs(config, has_token=get_token() is not None)
+
 
 if SURVEY.get("comparisons") and not SURVEY_RUN:
     sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "

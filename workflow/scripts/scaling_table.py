@@ -2,7 +2,7 @@ import pandas as pd
 
 from tying.plan.grid import FACT_COLUMNS
 from tying.rule_script import run
-from tying.claims.sweep import paired_trends, size_sweep_table, write_scaling
+from tying.claims.scaling import paired_trends, size_sweep_table, write_scaling
 
 
 def main(snakemake):

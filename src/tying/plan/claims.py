@@ -93,3 +93,31 @@ def _null_control(config, pair):
         return None
     return next((name for name, other in config["pairs"].items() if "control" in other and
                  other["untied"] == p["untied"] and reference(other["tied"]).trained), None)
+
+
+# A claims job's inputs are grouped: the first pair's metrics ("first", by claim_statistics argument name), the
+# further pairs' ("further") and the per-token ones ("exposure"); a rule's named inputs are flat, so a group's are
+# named <group>__<name>.
+GROUP = "__"
+
+
+def flat_inputs(inputs):
+    """A claims job's `inputs`, {group: {name: files}} and {name: files} entries, as the flat named inputs a rule
+    takes: a group's names as <group>__<name> (nested_inputs reads them back)."""
+    flat = {}
+    for key, value in inputs.items():
+        flat |= {f"{key}{GROUP}{name}": files for name, files in value.items()} if isinstance(value, dict) else \
+            {key: value}
+    return flat
+
+
+def nested_inputs(named):
+    """The {group: {name: files}} and {name: files} of flat_inputs, from a job's (name, files) pairs."""
+    nested = {}
+    for key, files in named:
+        group, _, name = key.partition(GROUP)
+        if name:
+            nested.setdefault(group, {})[name] = files
+        else:
+            nested[key] = files
+    return nested

@@ -22,8 +22,8 @@ every budget; the certified lens is the config's recipe and keeps lens.batch_siz
 from tying.errors import PipelineError
 from tying.plan.runs import schedule
 
-TABLE = "results/tables/c3_by_lens"
-FIGURE = "figures/c3_by_lens.pdf"
+TABLE = "results/tables/lens_budget"
+FIGURE = "figures/lens_budget.pdf"
 # What a comparison's two runs may differ in, as `varies` names it, in the order the text gives them.
 FACETS = {"tying": "tying", "start": "the initialisation", "batches": "the batches (data order)",
           "length": "the training length", "arch": "the architecture", "scale": "the input-path gradient scale"}
@@ -34,7 +34,7 @@ def built(config):
     return bool(config.get("lens_budget", {}).get("comparisons"))
 
 
-def budget_seeds(config, spec=None):
+def comparison_seeds(config, spec=None):
     """The seeds a comparison (`spec`; None: any without its own) is measured on: its `seeds`, else the section's,
     else the config's."""
     own = (spec or {}).get("seeds")
@@ -50,10 +50,10 @@ def run_at(config, ref, seed):
 def comparisons(config):
     """Every (comparison, seed) as {"comparison", "seed", "a", "b"}, runs as `run_at` gives them, in config order."""
     return [{"comparison": name, "seed": seed, "a": run_at(config, spec["a"], seed), "b": run_at(config, spec["b"], seed)}
-            for name, spec in config["lens_budget"]["comparisons"].items() for seed in budget_seeds(config, spec)]
+            for name, spec in config["lens_budget"]["comparisons"].items() for seed in comparison_seeds(config, spec)]
 
 
-def budget_runs(config):
+def sweep_runs(config):
     """The runs the comparisons read, each once, sorted."""
     return sorted({comp[role] for comp in comparisons(config) for role in ("a", "b")})
 

@@ -29,7 +29,7 @@ NAMED = (
     (r"results/tables/c7_dose\.(?:csv|md)|figures/c7_dose\.pdf", "tables: {{c7_dose: <pair>}}"),
     (r"results/tables/c3_by_depth\.(?:csv|md)|figures/c3_by_depth\.pdf", "scaling: {{c3_by_depth: true}}"),
     (r"results/tables/c3_by_width\.(?:csv|md)|figures/c3_by_width\.pdf", "scaling: {{c3_by_width: true}}"),
-    (r"results/tables/c3_by_lens\.(?:parquet|md)|figures/c3_by_lens\.pdf", "lens_budget: {{comparisons: ...}}"),
+    (r"results/tables/lens_budget\.(?:parquet|md)|figures/lens_budget\.pdf", "lens_budget: {{comparisons: ...}}"),
     (r"results/tables/survey\.(?:csv|md)|figures/survey\.pdf", "survey: {{comparisons: ...}}"),
 )
 # The files of one pair's seed, and of one trained run's seed (and step), as the rules write them.
@@ -144,7 +144,7 @@ def _has(config):
     training schedule (its architectures, every variant, every seed any pair or lens_budget run has, the steps
     exported) for RUN_PATHS."""
     pairs = [{"pair": [p], "seed": pair_seeds(config, p)} for p in config.get("pairs", {})]
-    budget = [run[2] for run in lens_budget.budget_runs(config)] if lens_budget.built(config) else []
+    budget = [run[2] for run in lens_budget.sweep_runs(config)] if lens_budget.built(config) else []
     seeds = sorted({*config["seeds"], *(s for entry in pairs for s in entry["seed"]), *budget})
     runs = [{"arch": archs, "variant": list(config["variants"]), "seed": seeds, "step": list(steps)}
             for steps, archs in checkpoint_groups(config).items() if archs]

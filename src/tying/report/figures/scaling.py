@@ -9,7 +9,7 @@ from tying.claims.definitions import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.report.figures import style
 from tying.report.figures.claims_over_training import PANELS as TRAINING_PANELS
-from tying.claims.trajectory import tokens_label
+from tying.claims.claims_over_training import tokens_label
 
 PANELS = {  # claim -> (panel title, y label); C1, C2, C4, C7a and C7b as in claims over training
     "LM": ("LM: worst model − bigram table", "Δ loss (nats)"),
@@ -24,11 +24,11 @@ PANELS = {  # claim -> (panel title, y label); C1, C2, C4, C7a and C7b as in cla
 }
 NCOLS = 3
 DODGE = 1.05  # budgets' points sit this factor apart along the log x axis, so equal sizes do not overlap
-BUDGET_COLOURS = ["#3b75af", "#d9a21b", "#d45d9b", "#4c9a5b", "#7f5fb0", "#8c6d4f"]
+STEPS_COLOURS = ["#3b75af", "#d9a21b", "#d45d9b", "#4c9a5b", "#7f5fb0", "#8c6d4f"]
 
 
 def plot_scaling(table, path):
-    """One panel per claim of the scaling table (sweep.size_sweep_table rows): the mean against the tied
+    """One panel per claim of the scaling table (tying.claims.scaling.size_sweep_table rows): the mean against the tied
     model's parameters (log axis), one line per token budget (steps), the Student-t interval as a band,
     the chance level dotted in the budget's colour, the paper's value dashed black, the claim's threshold
     thin black; each size's embedding share on the top axis. Comparable-token rows (a token_set other than
@@ -38,7 +38,7 @@ def plot_scaling(table, path):
         raise PipelineError("no scaling rows to plot")
     claims = [c for c in CLAIMS if c in set(table["claim"])]
     budgets = sorted(table["steps"].unique())
-    colours = dict(zip(budgets, BUDGET_COLOURS * (1 + len(budgets) // len(BUDGET_COLOURS))))
+    colours = dict(zip(budgets, STEPS_COLOURS * (1 + len(budgets) // len(STEPS_COLOURS))))
     n_rows = math.ceil(len(claims) / NCOLS)
     style.setup()
     fig, axes = plt.subplots(n_rows, NCOLS, figsize=(2 * style.COLUMN_WIDTH, 1.75 * n_rows + 0.5),
