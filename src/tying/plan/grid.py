@@ -37,8 +37,8 @@ separate runs, since the learning-rate schedule depends on the total steps, so a
 `architectures.<cell>.train: {steps, checkpoints}`, a per-architecture override of train.steps and
 train.checkpoints that tying.plan.runs.schedule reads, and a size's own `lr` as `train.lr` there, which
 tying.plan.run_params.run_params reads in place of train.lr (models of different width train stably at
-different rates). `merge` adds the entries to the config as it is
-loaded (workflow/rules/common.smk, before the config check), so each cell is an ordinary
+different rates). `add_cells` adds the entries to the config as it is
+prepared (tying.plan.config.prepared, before the config check), so each cell is an ordinary
 architecture and pair to every rule.
 
 Parameters are counted as transformers builds OlmoForCausalLM: per block four d x d attention
