@@ -16,13 +16,11 @@ from tying.lens.residual_share import residual_share, share_sums
 from tying.lens.unembed import stacked_states, token_windows
 from tying.plan import c3_by_width as plan
 from tying.plan import grid
-from tying.plan.checks import check
+from tying.plan.config import prepared
 from tying.plan.layers import load
 from tying.plan.run_params import run_params
 from tying.report.figures.c3_by_width import plot_c3_by_width
-from snakerun import ROOT, planned_jobs, snakemake
-
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+from snakerun import planned_jobs, snakemake
 
 
 # --- The residual share ------------------------------------------------------------------------------------------
@@ -95,8 +93,7 @@ def _config(**scaling):
 def test_a_sizes_own_learning_rate_is_its_cells_train_lr_and_reaches_its_runs():
     config = load("configs/width.yaml")
     config["scaling"]["sizes"][1].pop("lr")
-    grid.add_cells(config)
-    check(config, SCHEMA)
+    config = prepared(passed=config, replace=True).config
     assert config["architectures"]["d48_l3_s6000"]["train"] == {"steps": 6000, "checkpoints": [0, 6000], "lr": 0.0057}
     assert "lr" not in config["architectures"]["d96_l3_s6000"]["train"]
     assert [run_params(config, "d48_l3_s6000", v)["lr"] for v in ("tied", "untied")] == [0.0057, 0.0057]

@@ -130,7 +130,7 @@ def _table(with_seeds=False):
     facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
     seeds = {c: s for c, (_, s) in made.items()} if with_seeds else None
-    return facts, made, scaling.size_sweep_table({c: t for c, (t, _) in made.items()}, facts, seeds)
+    return facts, made, scaling.scaling_table({c: t for c, (t, _) in made.items()}, facts, seeds)
 
 
 def test_scaling_table_carries_each_cells_claims_and_facts_exactly():
@@ -162,7 +162,7 @@ def test_scaling_table_without_seed_tables_reads_the_chance_text(tmp_path):
 def test_scaling_table_needs_every_cells_claims():
     facts = cell_facts(grid.cells(_config()))
     with pytest.raises(PipelineError, match="no claims table"):
-        scaling.size_sweep_table({}, facts)
+        scaling.scaling_table({}, facts)
 
 
 def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_order(tmp_path):

@@ -11,12 +11,11 @@ from snakerun import ROOT, planned_jobs, snakemake
 from tying.plan import grid
 from tying.plan import pairs, runs
 from tying.claims.definitions import ALL_TOKENS
-from tying.plan.checks import check
+from tying.plan.config import prepared
 from tying.plan.layers import load
 from tying.plan.run_params import run_params
 from tying.errors import PipelineError
 
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 # tests/micro.yaml's data, training and analysis; its pairs and targets give way to the grid's cells.
 GRID = {**MICRO, "seeds": [0, 1, 2], "architectures": {"olmo": {"family": "olmo"}}, "pairs": {}, "figures": {},
@@ -34,9 +33,7 @@ def _grid(**scaling):
 
 
 def _merged(config):
-    grid.add_cells(config)
-    check(config, SCHEMA)
-    return config
+    return prepared(passed=config, replace=True).config
 
 
 def _plain(cell, of=GRID):

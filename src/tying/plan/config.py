@@ -22,10 +22,11 @@ class Prepared(NamedTuple):
 
 def prepared(*configfiles, overrides=None, launch_dir=None, replace=False, passed=None):
     """The config a build of this checkout runs -> Prepared: config.yaml (none when `replace`), then each of
-    `configfiles` (relative to `launch_dir`, default this checkout), then the `--config` `overrides`; or, used as a
-    module, config.yaml then the config the using workflow `passed` (its one overlay). Local paths made absolute
-    against `launch_dir`; the `overrides`' text read as YAML; the schema's defaults filled in, the scaling grid's
-    cells added as pairs and every check passed (PipelineError otherwise)."""
+    `configfiles` (relative to `launch_dir`, default this checkout), then the `--config` `overrides`; or
+    config.yaml then a config `passed` as a mapping, the one overlay (used as a module, the using workflow's
+    config; with `replace`, a whole config). Local paths made absolute against `launch_dir`; the `overrides`' text
+    read as YAML; the schema's defaults filled in, the scaling grid's cells added as pairs and every check passed
+    (PipelineError otherwise)."""
     base = Path(launch_dir or CHECKOUT)
     files = [] if passed is not None else [base / f for f in configfiles]
     config = layered(CHECKOUT / "config.yaml", files, overrides if passed is None else passed, replace)

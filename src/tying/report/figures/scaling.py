@@ -16,7 +16,7 @@ STEPS_COLOURS = ["#3b75af", "#d9a21b", "#d45d9b", "#4c9a5b", "#7f5fb0", "#8c6d4f
 
 
 def plot_scaling(table, path):
-    """One panel per claim of the scaling table (tying.claims.scaling.size_sweep_table rows): the mean against the tied
+    """One panel per claim of the scaling table (tying.claims.scaling.scaling_table rows): the mean against the tied
     model's parameters (log axis), one line per token budget (steps), the Student-t interval as a band,
     the chance level dotted in the budget's colour, the paper's value dashed black, the claim's threshold
     thin black; each size's embedding share on the top axis. Comparable-token rows (a token_set other than
