@@ -87,8 +87,8 @@ def test_runs_token_sets_and_lens_tokens(config):
     assert pairs.quality_runs(config, "main") == [("tied", "olmo", "tied"), ("untied", "olmo", "untied"),
                                                   ("tied_x5", "olmo", "tied_x5")]
     assert pairs.quality_runs(config, "ctl") == [("tied", "gpt_neox", "untied"), ("untied", "olmo", "untied")]
-    assert pairs.lens_tokens_source(config, "main", "tied") is None
-    assert pairs.lens_tokens_source(config, "hub", "untied") == {"repo": "allenai/OLMo-1B-0724-hf", "revision": "def"}
+    assert reference(config["pairs"]["main"]["tied"]).tokens_source() is None
+    assert reference(OLMO_U).tokens_source() == {"repo": "allenai/OLMo-1B-0724-hf", "revision": "def"}
 
 
 def test_claims_inputs_of_a_trained_and_a_released_claims_pair(config):

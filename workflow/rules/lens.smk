@@ -1,6 +1,5 @@
 # Tuned lens per model of a pair (Figures 2, 6, 7; claim C3).
 from tying.plan.claims import matched_null
-from tying.plan.pairs import lens_tokens_source
 
 LENS_RESOURCES = {"mem_mb": 8000, "runtime": 60, "gpu": 1 if config["lens"]["device"] == "cuda" else 0}
 
@@ -26,11 +25,11 @@ def given_lens(pair, role):
 def lens_tokens(pair, role):
     """Train/validation token arrays for a pair's model: the pipeline's tokens for a trained run,
     the corpus in the model's own tokenizer for a hub or local model."""
-    source, keys = lens_tokens_source(config, pair, role), ("train", "val", "meta")
-    if source is None:
+    ref, keys = reference(PAIRS[pair][role]), ("train", "val", "meta")
+    if ref.trained:
         return {k: rules.tokens.output[k] for k in keys}
-    own = rules.local_tokens if "dir" in source else rules.hub_tokens
-    return {k: expand(own.output[k], **source)[0] for k in keys}
+    own = rules.local_tokens if ref.local else rules.hub_tokens
+    return {k: expand(own.output[k], **ref.tokens_source())[0] for k in keys}
 
 
 def lens_metrics(pair, output=None):

@@ -10,12 +10,8 @@ from huggingface_hub import get_token
 from tying.plan.references import control_dir, hub_dir
 from tying.plan.survey import survey_comparison, survey_pairs
 
-
 SURVEY = config.get("survey", {})
-
-
 SURVEY_RUN, SURVEY_SKIPPED = survey_pairs(config, has_token=get_token() is not None)
-
 
 if SURVEY.get("comparisons") and not SURVEY_RUN:
     sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "

@@ -173,11 +173,6 @@ def drawn_steps(config, steps):
     return sorted(at)
 
 
-def lens_tokens_source(config, pair, role):
-    """Where a lens of a pair's model reads its token arrays (tying.plan.references: tokens_source)."""
-    return reference(config["pairs"][pair][role]).tokens_source()
-
-
 def downstream_runs(config):
     """(arch, variant, seed) of Table 7's runs; [] without Table 7."""
     return trained_runs(config, config["tables"]["table7"]) if "table7" in config.get("tables", {}) else []
