@@ -164,3 +164,11 @@ def test_drawn_counts_are_kept_at_the_checkpoints_of_the_pairs_compared_at_that_
     alone = {**grid, "pairs": {"d48_l2_s300": grid["pairs"]["d48_l2_s300"]}}
     assert pairs.drawn_steps(alone, 300) == pairs.drawn_steps(grid, 300)
     assert pairs.drawn_steps(grid, 1500) == sorted({0, 1500, *grid["architectures"]["d96_l3_s1500"]["train"]["checkpoints"]})
+
+
+def test_a_claims_jobs_grouped_inputs_come_back_as_the_groups_they_were():
+    grouped = {"first": {"alignment": ["a0", "a1"], "lens_null": []}, "further": {"knn": ["k0"]},
+               "sources": ["tied", "untied"], "paper_scale": "claims.parquet"}
+    flat = claims.flat_inputs(grouped)
+    assert list(flat) == ["first__alignment", "first__lens_null", "further__knn", "sources", "paper_scale"]
+    assert claims.nested_inputs(flat.items()) == grouped
