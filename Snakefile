@@ -36,25 +36,32 @@ container: TYING_IMAGE
 
 # The config (docs/configuration.md, "Overlays"): config.yaml beside this Snakefile, then each --configfile
 # merged over it in order, then --config; --replace-workflow-config drops config.yaml (whole config files).
-# Used as a module, the config the using workflow passes (`config: config`) is the one overlay.
-from tying.plan.config import layered, local_paths
+# Used as a module, the config the using workflow passes (`config: config`) is the one overlay. A local model's
+# directory ({path}) is relative to where snakemake starts, as --configfile is; made absolute against it here,
+# and handed to the jobs' own snakemake (which start elsewhere) as TYING_LAUNCHDIR. The config is checked
+# (tying.plan.config.prepared) before the workdir below is made: a config it refuses leaves no run folder.
+from snakemake.utils import min_version
+from tying.plan.config import prepared
 from tying.errors import PipelineError
 
+min_version("9.0")
+
+if workflow.is_main_process:
+    os.environ["TYING_LAUNCHDIR"] = os.getcwd()
 _module = workflow.modifier.namespace is not None  # `module tying:` names it; the main workflow has none
 try:
-    _layers = layered(os.path.join(TYING_DIR, "config.yaml"), [] if _module else workflow.overwrite_configfiles,
-                      dict(config) if _module else workflow.config_settings.config,
-                      replace=workflow.config_settings.replace_workflow_config)
+    _prepared = prepared(*([] if _module else map(os.path.abspath, workflow.overwrite_configfiles)),
+                         overrides=workflow.config_settings.config, passed=dict(config) if _module else None,
+                         launch_dir=os.environ.get("TYING_LAUNCHDIR", os.getcwd()),
+                         replace=workflow.config_settings.replace_workflow_config)
 except PipelineError as err:
     sys.exit(f"config error: {err}")
 config.clear()
-# A local model's directory ({path}) is relative to where snakemake starts, as --configfile is; made absolute
-# here, before the workdir below, and handed to the jobs' own snakemake (which start elsewhere) as TYING_LAUNCHDIR.
-if workflow.is_main_process:
-    os.environ["TYING_LAUNCHDIR"] = os.getcwd()
-config.update(local_paths(_layers, os.environ.get("TYING_LAUNCHDIR", os.getcwd())))
+config.update(_prepared.config)
+if workflow.is_main_process:  # what the check found worth saying (the tokens a local pair shares), once a run
+    for line in _prepared.lines:
+        print(line, file=sys.stderr)
 
-# The config check (common.smk) runs before the workdir below is made: a config it refuses leaves no run folder.
 include: "workflow/rules/common.smk"
 
 
@@ -81,18 +88,24 @@ envvars:
 report: "workflow/report/workflow.rst"
 
 
-include: "workflow/rules/corpus.smk"
-include: "workflow/rules/tokenizer.smk"
-include: "workflow/rules/tokens.smk"
+# The chain, a rule file a stage, then one a study (its tables and figures; docs/pipeline.md).
+include: "workflow/rules/data.smk"
 include: "workflow/rules/hub.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/lens.smk"
-include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/downstream.smk"
-include: "workflow/rules/tables.smk"
+include: "workflow/rules/claims_by_exposure.smk"
+include: "workflow/rules/claims_by_lookup.smk"
+include: "workflow/rules/claims_over_training.smk"
+include: "workflow/rules/scaling.smk"
+include: "workflow/rules/c3_by_depth.smk"
+include: "workflow/rules/c3_by_width.smk"
+include: "workflow/rules/lens_budget.smk"
+include: "workflow/rules/c7_dose.smk"
 include: "workflow/rules/survey.smk"
-include: "workflow/rules/trajectory.smk"
 
 
 localrules:

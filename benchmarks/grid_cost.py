@@ -40,7 +40,7 @@ import train_bench
 from tying.plan.grid import cells
 from tying.lens.fitting import train_lens
 from tying.train.models import build_model, init_seed, run_config
-from tying.plan.pairs import CLAIMS_METRICS
+from tying.plan.claims import CLAIMS_METRICS
 from tying.data.tokenizer import save, train_bpe
 from tying.plan.run_spec import RunSpec
 

@@ -25,22 +25,22 @@ import records
 from train_bench import gemm_peak
 from tying.metrics.baselines import count_baselines
 from tying.data.batches import eval_batches, train_batch
-from tying.plan.config import check_schema, load, run_params
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.runtime import configure
 from tying.data.tokens import load_ids
 from tying.plan.run_spec import RunSpec
 from tying.train.loop import build, evaluate
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def overridden(config, settings):
-    """`config` with each SECTION.KEY=VALUE of `settings` set (VALUE read as YAML)."""
+def settings_overlay(settings):
+    """{section: {key: value}} of each SECTION.KEY=VALUE of `settings` (VALUE read as YAML): an overlay, as --config
+    is."""
+    overlay = {}
     for setting in settings:
         key, _, value = setting.partition("=")
         section, _, name = key.partition(".")
-        config.setdefault(section, {})[name] = yaml.safe_load(value)
-    return config
+        overlay.setdefault(section, {})[name] = yaml.safe_load(value)
+    return overlay
 
 
 def main():
@@ -56,8 +56,7 @@ def main():
     records.add_flag(parser)
     args = parser.parse_args()
     configure(args.threads)
-    config = overridden(load(*args.config), args.settings)
-    check_schema(config, ROOT / "workflow/schemas/config.schema.yaml")
+    config = prepared(*args.config, overrides=settings_overlay(args.settings)).config
     meta = json.loads((args.tokens / "meta.json").read_text())
     train, val = (load_ids(args.tokens / f"{split}.json", args.tokens / "meta.json") for split in ("train", "val"))
     spec = RunSpec.from_dict({**run_params(config, args.arch, args.variant), "seed": args.seed,

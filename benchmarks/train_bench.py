@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-import yaml
 from torch.profiler import ProfilerActivity, profile
 
 import records
 from tying.data.batches import train_batch
-from tying.plan.config import check, run_params
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.runtime import keep_freed_memory
 from tying.train.cross_entropy import NextTokenLoss
 from tying.plan.run_spec import RunSpec
@@ -173,8 +173,7 @@ def main():
     torch.set_num_threads(args.threads)
     if not args.no_heap:
         keep_freed_memory()
-    config = yaml.safe_load(open(args.config))
-    check(config, "workflow/schemas/config.schema.yaml")
+    config = prepared(args.config, launch_dir=Path.cwd(), replace=True).config
     vocab = config["tokenizer"]["vocab_size"]
     spec = RunSpec(**run_params(config, args.arch, args.variant), seed=0, vocab_size=vocab, eos_id=0)
     ids = np.random.default_rng(0).integers(0, vocab, 200_000).astype(np.uint16)

@@ -16,11 +16,11 @@ from tying.lens.residual_share import residual_share, share_sums
 from tying.lens.unembed import stacked_states, token_windows
 from tying.plan import c3_by_width as plan
 from tying.plan import grid
-from tying.plan.config import check, load, run_params
+from tying.plan.config import prepared
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.report.figures.c3_by_width import plot_c3_by_width
-from snakerun import ROOT, planned_jobs, snakemake
-
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+from snakerun import planned_jobs, snakemake
 
 
 # --- The residual share ------------------------------------------------------------------------------------------
@@ -93,8 +93,7 @@ def _config(**scaling):
 def test_a_sizes_own_learning_rate_is_its_cells_train_lr_and_reaches_its_runs():
     config = load("configs/width.yaml")
     config["scaling"]["sizes"][1].pop("lr")
-    grid.add_cells(config)
-    check(config, SCHEMA)
+    config = prepared(passed=config, replace=True).config
     assert config["architectures"]["d48_l3_s6000"]["train"] == {"steps": 6000, "checkpoints": [0, 6000], "lr": 0.0057}
     assert "lr" not in config["architectures"]["d96_l3_s6000"]["train"]
     assert [run_params(config, "d48_l3_s6000", v)["lr"] for v in ("tied", "untied")] == [0.0057, 0.0057]
@@ -308,7 +307,7 @@ def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study
     assert jobs["train"] == jobs["lens"] == jobs["lens_budget"] == jobs["residual_share"] == runs
     assert jobs["lens_convergence"] == 4 * 2 and jobs["cell_claims"] == 4 and jobs["quality"] == 4 * 3
     assert jobs["c3_by_width_table"] == jobs["c3_by_width_figure"] == 1
-    assert not {"c3_by_lens_table", "c3_by_depth_table", "scaling"} & set(jobs)
+    assert not {"lens_budget_table", "c3_by_depth_table", "scaling"} & set(jobs)
     swept = set(re.findall(r"wildcards: arch=(\w+), variant=(\w+), seed=(\d+), step=(\d+)", result.stdout))
     assert swept == {(cell, variant, str(seed), str(step))
                      for cell, variant, seed, step in plan.width_runs(load("configs/width.yaml"))}

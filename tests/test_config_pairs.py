@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from snakerun import ROOT, cli, snakemake
-from tying.plan.config import check, load
+from tying.plan.checks import check
+from tying.plan.layers import load
 from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

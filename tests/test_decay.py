@@ -14,7 +14,8 @@ from snakerun import ROOT, snakemake
 from tying.claims import statistics as per_seed
 from tying.claims import verdicts
 from tying.metrics.norm_frequency import norm_frequency_frame
-from tying.plan.config import prepared, run_params
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.plan.decay import checkpoint_level, learning_rates, no_gradient_level, total_decay, weight_decay_for
 from tying.plan.run_spec import RunSpec
 from tying.train.loop import build
@@ -83,11 +84,11 @@ def test_a_total_decay_target_sets_the_weight_decay_that_yields_it():
 def test_run_params_resolve_train_total_decay_into_the_runs_weight_decay():
     """The train rule's params carry the resolved weight decay, so the job needs nothing else: the total over
     the run's own schedule is the target; without train.total_decay, train.weight_decay as given."""
-    config = prepared("configs/trained-decay.yaml")
+    config = prepared("configs/trained-decay.yaml").config
     run = run_params(config, "d96_l3_s6000", "untied")
     unit = RunSpec.from_dict({**run, "seed": 0, "vocab_size": 8, "eos_id": 0})
     assert total_decay(unit) == pytest.approx(PAPER_TOTAL_DECAY, abs=1e-9) and run["weight_decay"] < 0.1
-    assert run_params(prepared(), "olmo", "untied")["weight_decay"] == 0.1
+    assert run_params(prepared().config, "olmo", "untied")["weight_decay"] == 0.1
 
 
 def test_checkpoint_level_reads_the_runs_training_record(tmp_path):

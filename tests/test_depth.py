@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from tying import paper
-from tying.claims import depth
+from tying.claims import c3_by_depth
 from tying.claims.definitions import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.plan import grid
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.report.figures.c3_by_depth import plot_c3_by_depth
 
 BASE = {
@@ -128,9 +128,9 @@ def _scaling(c3=None):
 
 
 def test_each_depths_early_half_row_is_its_claims_tables_c3_beside_the_lens_means():
-    table = depth.c3_by_depth(_scaling(), _lens())
-    assert list(table.columns) == depth.COLUMNS
-    early = table[table["scope"] == depth.EARLY].set_index("cell")
+    table = c3_by_depth.c3_by_depth(_scaling(), _lens())
+    assert list(table.columns) == c3_by_depth.COLUMNS
+    early = table[table["scope"] == c3_by_depth.EARLY].set_index("cell")
     assert list(early.index) == ["d96_l2_s900", "d96_l3_s600", "d96_l6_s300"]  # shallow to deep
     assert list(early["states"]) == ["0", "0-1", "0-2"]
     assert early["mean"].tolist() == pytest.approx([0.4, 0.5, 0.8])
@@ -143,8 +143,8 @@ def test_each_depths_early_half_row_is_its_claims_tables_c3_beside_the_lens_mean
 
 
 def test_every_state_has_the_seeds_mean_gap_and_interval_at_state_over_depth():
-    table = depth.c3_by_depth(_scaling(), _lens())
-    states = table[table["scope"] == depth.STATE]
+    table = c3_by_depth.c3_by_depth(_scaling(), _lens())
+    states = table[table["scope"] == c3_by_depth.STATE]
     six = states[states["cell"] == "d96_l6_s300"]
     assert six["state"].tolist() == list(range(7))
     assert six["fraction"].tolist() == [s / 6 for s in range(7)]
@@ -161,25 +161,25 @@ def test_every_state_has_the_seeds_mean_gap_and_interval_at_state_over_depth():
     # state 1 of 3 sits at 16 / 3 = 5.33 of the paper's states: a third of the way from its state 5 to its state 6
     assert three.loc[1, "paper_same_fraction_bits"] == pytest.approx(gap[5] + (gap[6] - gap[5]) / 3)
     assert three.loc[3, "paper_same_fraction_bits"] == pytest.approx(gap[16])  # the output of both
-    assert table[table["scope"] == depth.EARLY]["paper_same_state_bits"].isna().all()
+    assert table[table["scope"] == c3_by_depth.EARLY]["paper_same_state_bits"].isna().all()
 
 
 def test_a_lens_metric_of_another_build_or_two_cells_of_one_depth_stop_in_one_line():
     with pytest.raises(PipelineError, match=r"^C3 by depth: cell d96_l3_s600's lens metric gives C3 0.500000 bits, "
                                             r"its claims table 0.510000; the two files are of different builds$"):
-        depth.c3_by_depth(_scaling({"d96_l3_s600": 0.51}), _lens())
+        c3_by_depth.c3_by_depth(_scaling({"d96_l3_s600": 0.51}), _lens())
     twin = _scaling().replace({"d96_l2_s900": "d96_l2_s1800"})
     twin.loc[twin["cell"] == "d96_l2_s1800", "layers"] = 3
     with pytest.raises(PipelineError, match="do not each have their own depth"):
-        depth.c3_by_depth(twin, _lens())
+        c3_by_depth.c3_by_depth(twin, _lens())
     short = _lens().query("not (pair == 'd96_l6_s300' and layer == 6)")
     with pytest.raises(PipelineError, match="lens metric ends at state 5, not at its 6 layers"):
-        depth.c3_by_depth(_scaling(), short)
+        c3_by_depth.c3_by_depth(_scaling(), short)
 
 
 def test_the_markdown_gives_the_early_half_beside_the_paper_then_every_state(tmp_path):
-    table = depth.c3_by_depth(_scaling(), _lens())
-    depth.write_c3_by_depth(table, tmp_path / "c3.csv", tmp_path / "c3.md")
+    table = c3_by_depth.c3_by_depth(_scaling(), _lens())
+    c3_by_depth.write_c3_by_depth(table, tmp_path / "c3.csv", tmp_path / "c3.md")
     md = (tmp_path / "c3.md").read_text()
     assert "| d96_l3_s600 | 3 | 600 | 0-1 | 1.760 | 1.260 | 0.500 [0.350, 0.570] | 3 | verdict of 3 | -0.830 |" in md
     assert "states 0-7: tied 5.66, untied 4.64, C3 +1.01 bits" in md
@@ -188,7 +188,7 @@ def test_the_markdown_gives_the_early_half_beside_the_paper_then_every_state(tmp
 
 
 def test_the_papers_figure_2_curves_give_its_c3():
-    states, tied, untied, gap = depth.paper_early()
+    states, tied, untied, gap = c3_by_depth.paper_early()
     assert (states, round(tied, 2), round(untied, 2)) == ("0-7", 5.66, 4.64)
     assert gap == pytest.approx(CLAIMS["C3"].paper_value, abs=5e-4)
     assert (paper.FIG2_KL["tied"][0], paper.FIG2_KL["untied"][0]) == (8.86, 7.01)  # METHODS.md's input layer
@@ -196,12 +196,12 @@ def test_the_papers_figure_2_curves_give_its_c3():
 
 # --- The figure: what it draws is the table's ----------------------------------------------------------------
 def test_the_figure_plots_the_tables_c3_against_depth_and_each_depths_states_at_state_over_depth(tmp_path):
-    table = depth.c3_by_depth(_scaling(), _lens())
+    table = c3_by_depth.c3_by_depth(_scaling(), _lens())
     path = tmp_path / "c3_by_depth.pdf"
     fig = plot_c3_by_depth(pd.read_csv(_written(table, tmp_path)), path)
     assert path.read_bytes().startswith(b"%PDF")
     c3_ax, *state_axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
-    early = table[table["scope"] == depth.EARLY]
+    early = table[table["scope"] == c3_by_depth.EARLY]
     ours = next(ln for ln in c3_ax.get_lines() if len(ln.get_xdata()) == 3)
     assert list(ours.get_xdata()) == [2, 3, 6] and list(ours.get_ydata()) == pytest.approx(early["mean"].tolist())
     star = next(ln for ln in c3_ax.get_lines() if ln.get_marker() == "*")
@@ -210,7 +210,7 @@ def test_the_figure_plots_the_tables_c3_against_depth_and_each_depths_states_at_
     assert len(state_axes) == 3
     six = state_axes[2]
     lines = [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in six.get_lines()]
-    states = table[(table["cell"] == "d96_l6_s300") & (table["scope"] == depth.STATE)]
+    states = table[(table["cell"] == "d96_l6_s300") & (table["scope"] == c3_by_depth.STATE)]
     assert (pytest.approx([s / 6 for s in range(7)]), pytest.approx(states["tied_bits"].tolist())) in lines
     assert (pytest.approx([s / 16 for s in range(17)]), list(paper.FIG2_KL["untied"])) in lines
     assert "6 layers, 300 steps: C3 +0.80" == six.get_title()
@@ -218,5 +218,5 @@ def test_the_figure_plots_the_tables_c3_against_depth_and_each_depths_states_at_
 
 def _written(table, tmp_path):
     path = tmp_path / "c3_by_depth.csv"
-    depth.write_c3_by_depth(table, path, tmp_path / "c3_by_depth.md")
+    c3_by_depth.write_c3_by_depth(table, path, tmp_path / "c3_by_depth.md")
     return path

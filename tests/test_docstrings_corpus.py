@@ -6,7 +6,7 @@ import yaml
 
 from helpers import build_corpus
 from snakerun import ROOT
-from tying.plan.config import check
+from tying.plan.checks import check
 from tying.data.corpus import Digest, distribution_versions, docstring_documents, split_of
 from tying.errors import PipelineError
 from tying.data.shards import shard_documents

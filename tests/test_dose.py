@@ -1,4 +1,4 @@
-"""C7 as a dose-response (configs/dose.yaml, tying.claims.dose): the dose grid's runs, and the per-dose table."""
+"""C7 as a dose-response (configs/dose.yaml, tying.claims.c7_dose): the dose grid's runs, and the per-dose table."""
 import math
 
 import numpy as np
@@ -6,9 +6,12 @@ import pandas as pd
 import pytest
 
 from snakerun import ROOT, snakemake
-from tying.claims.dose import at_margin, dose_seed_values, dose_table, supports
+from tying.claims.c7_dose import at_margin, dose_seed_values, dose_table, supports
 from tying.errors import PipelineError
-from tying.plan.config import check, load, run_params
+from tying.plan.checks import check
+from tying.plan.config import prepared
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.plan.pairs import scaled_variants, token_set_runs, trained_runs
 from tying.report.figures.c7_dose import plot_c7_dose
 
@@ -17,9 +20,7 @@ SEEDS = (0, 1, 2)
 
 
 def _dose_config():
-    config = load("configs/dose.yaml")
-    check(config, SCHEMA)  # fills the schema's defaults in place
-    return config
+    return prepared("configs/dose.yaml").config
 
 
 def test_the_dose_grids_runs_differ_only_in_input_grad_scale():

@@ -12,7 +12,7 @@ import yaml
 
 from conftest import tiny_model, word_tokenizer
 from snakerun import ROOT, planned_jobs, snakemake
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.metrics.downstream import perplexity, text_documents, write_text
 from tying.errors import PipelineError
 from tying.report.tables import table7

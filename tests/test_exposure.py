@@ -16,7 +16,7 @@ from hubfixtures import build_survey_cache, snapshot_dir
 from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
 from tying.data.token_sets import seen_by
-from tying.claims.trajectory import point_rows
+from tying.claims.claims_over_training import point_rows
 
 SEEDS = (0, 1, 2)
 V, D = 400, 12

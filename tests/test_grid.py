@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.plan import grid
-from tying.claims import sweep
+from tying.claims import scaling
 from tying.claims.definitions import Statistic
 from tying.claims.verdicts import claims_table, seed_table
 from tying.errors import PipelineError
@@ -130,12 +130,12 @@ def _table(with_seeds=False):
     facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
     seeds = {c: s for c, (_, s) in made.items()} if with_seeds else None
-    return facts, made, sweep.size_sweep_table({c: t for c, (t, _) in made.items()}, facts, seeds)
+    return facts, made, scaling.scaling_table({c: t for c, (t, _) in made.items()}, facts, seeds)
 
 
 def test_scaling_table_carries_each_cells_claims_and_facts_exactly():
     facts, made, table = _table(with_seeds=True)
-    assert list(table.columns) == sweep.COLUMNS
+    assert list(table.columns) == scaling.COLUMNS
     assert list(table["cell"]) == [c for c in facts["cell"] for _ in ("C1", "C3")]
     for cell, (claims, seeds) in made.items():
         rows = table[table["cell"] == cell].set_index("claim")
@@ -153,7 +153,7 @@ def test_scaling_table_without_seed_tables_reads_the_chance_text(tmp_path):
     first = made["d48_l2_s300"][0].set_index("claim")
     row = table[(table["cell"] == "d48_l2_s300") & (table["claim"] == "C1")].iloc[0]
     assert row["chance"] == float(first.loc["C1", "chance"])
-    sweep.write_scaling(table, tmp_path / "scaling.csv", tmp_path / "scaling.md")
+    scaling.write_scaling(table, tmp_path / "scaling.csv", tmp_path / "scaling.md")
     md = (tmp_path / "scaling.md").read_text()
     assert "| cell |" in md and "d192_l5_s300" in md and "| ours |" not in md.splitlines()[1]
     assert len(pd.read_csv(tmp_path / "scaling.csv")) == len(table)
@@ -162,7 +162,7 @@ def test_scaling_table_without_seed_tables_reads_the_chance_text(tmp_path):
 def test_scaling_table_needs_every_cells_claims():
     facts = cell_facts(grid.cells(_config()))
     with pytest.raises(PipelineError, match="no claims table"):
-        sweep.size_sweep_table({}, facts)
+        scaling.scaling_table({}, facts)
 
 
 def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_order(tmp_path):
@@ -170,16 +170,16 @@ def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_or
     tables = {cell: pd.DataFrame({"pair": cell, "claim": ["C1", "C1"], "stratum": ["all analysed", "1-9"],
                                   "tokens": ["900-910", "80"], "mean": [0.1 * i, 0.2 * i]})
               for i, cell in enumerate(facts["cell"])}
-    table = sweep.exposure_by_cell(dict(reversed(tables.items())), facts)
+    table = scaling.exposure_by_cell(dict(reversed(tables.items())), facts)
     assert list(table["cell"]) == [c for c in facts["cell"] for _ in range(2)]
     assert list(table.columns[:5]) == ["cell", "hidden_size", "layers", "steps", "claim"]
     assert table["mean"].tolist() == [m for t in tables.values() for m in t["mean"]]
     assert table["tokens"].tolist() == ["900-910", "80"] * len(tables)  # the strata's tokens, not the cell's budget
     assert (table.set_index("cell")["steps"] == facts.set_index("cell")["steps"].reindex(table["cell"])).all()
-    write_exposure_table(table, tmp_path / "e.csv", tmp_path / "e.md", sweep.EXPOSURE_COLUMNS)
+    write_exposure_table(table, tmp_path / "e.csv", tmp_path / "e.md", scaling.EXPOSURE_COLUMNS)
     assert len(pd.read_csv(tmp_path / "e.csv")) == len(table) and "| stratum |" in (tmp_path / "e.md").read_text()
     with pytest.raises(PipelineError, match=r"no claims by exposure for cells \['d48_l2_s300'\]"):
-        sweep.exposure_by_cell({c: t for c, t in tables.items() if c != "d48_l2_s300"}, facts)
+        scaling.exposure_by_cell({c: t for c, t in tables.items() if c != "d48_l2_s300"}, facts)
 
 
 def test_scaling_figure_draws_all_tokens_solid_and_comparable_tokens_apart(tmp_path):
@@ -198,8 +198,8 @@ def test_paired_trends_difference_each_seed_between_neighbouring_cells():
     facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
     made = {cell: _claims(i) for i, cell in enumerate(facts["cell"])}
     seeds = {c: s for c, (_, s) in made.items()}
-    trends = sweep.paired_trends(seeds, facts)
-    assert list(trends.columns) == sweep.TREND_COLUMNS
+    trends = scaling.paired_trends(seeds, facts)
+    assert list(trends.columns) == scaling.TREND_COLUMNS
     pairs = set(zip(trends["factor"], trends["from_cell"], trends["to_cell"]))
     assert pairs == {("tokens", "d48_l2_s300", "d48_l2_s1500"), ("tokens", "d96_l3_s300", "d96_l3_s1500"),
                      ("size", "d48_l2_s300", "d96_l3_s300"), ("size", "d96_l3_s300", "d192_l5_s300"),

@@ -1,16 +1,15 @@
 """Each family's published initialisation: a step-0 model's matrices have the std of the family's formula."""
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
 from tying.errors import PipelineError
-from tying.plan.config import check, load, run_params
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.plan.recipes import clip_qkv, init_scheme
 from tying.train.models import build_model, model_config
 
-SCHEMA = Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 # The std of a normal truncated at +-3 std, relative to the untruncated one.
 _phi3 = math.exp(-4.5) / math.sqrt(2 * math.pi)
@@ -107,9 +106,7 @@ def test_global_generator_untouched():
 @pytest.fixture
 def config():
     """config.yaml as a run reads it, validated (schema defaults filled)."""
-    config = load()
-    check(config, SCHEMA)
-    return config
+    return prepared().config
 
 
 def test_each_architecture_defaults_to_its_familys_scheme(config):

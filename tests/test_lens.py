@@ -601,7 +601,7 @@ def test_the_check_along_training_allows_a_quarter_of_c3s_half_width_and_never_l
 
 
 def test_lenses_the_pair_names_are_neither_checked_nor_given_a_reference():
-    from tying.plan.pairs import claims_lens_reference
+    from tying.plan.claims import claims_lens_reference
     end = pd.Series({0: 0.10, 1: 0.12})
     passed, detail = certificate(end, end * np.nan, 0, 0, half_width=0.04)
     assert passed and detail.startswith("given: the pair names its lenses")

@@ -10,9 +10,9 @@ import yaml
 from snakerun import planned_jobs, snakemake
 from test_lens import SEQ, V, markov_tokens, tiny_model
 from tying import paper
-from tying.claims.lens_budget import c3_by_lens, c3_by_lens_markdown, c3_by_state, length_sentence, states_by_lens
+from tying.claims.lens_budget import lens_budget_table, lens_budget_markdown, c3_by_state, length_sentence, states_by_lens
 from tying.errors import PipelineError
-from tying.lens.budget import budget_sweep
+from tying.lens.lens_budget import sweep_lenses
 from tying.lens.fitting import backward_lens, train_lens
 from tying.lens.floor import readout_floor, state0_floor, state0_floors, token_means
 from tying.lens.procedures import procedure_recipe
@@ -20,9 +20,9 @@ from tying.lens.scoring import evaluate_lens
 from tying.lens.translators import TunedLens
 from tying.lens.unembed import Readout, stacked_states, token_windows
 from tying.plan import lens_budget
-from tying.plan.config import load
-from tying.plan.grid import add_cells
-from tying.report.figures.c3_by_lens import plot_c3_by_lens
+from tying.plan.config import prepared
+from tying.plan.layers import load
+from tying.report.figures.lens_budget import plot_lens_budget
 from tying.stats import mean_ci
 
 ROOT = lens_budget.__file__.rsplit("/src/", 1)[0]
@@ -78,7 +78,7 @@ def test_a_zero_step_lens_is_the_logit_lens(procedure):
     cfg = lens_cfg()
     logit = evaluate_lens(model, TunedLens(2, model.config.hidden_size), val, seq_len=SEQ, batch_size=8, batches=2)
     logit = logit[logit["lens"] == "logit"].set_index("layer")["kl_bits"]
-    sweep = budget_sweep(model, markov_tokens(4_000, 1), val, cfg, ["logit", procedure], [0], seed=0)
+    sweep = sweep_lenses(model, markov_tokens(4_000, 1), val, cfg, ["logit", procedure], [0], seed=0)
     for name in ("logit", procedure):
         kl = sweep[sweep["procedure"] == name].set_index("layer")["kl_bits"]
         np.testing.assert_allclose(kl, logit, atol=1e-6)
@@ -118,7 +118,7 @@ def test_a_model_whose_output_depends_on_the_current_token_alone_has_its_lens_kl
 
 def test_no_lens_at_state_0_beats_the_floor_and_the_readouts_floor_above_it():
     model, train, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(20_000, 1), markov_tokens(2_000, 2)
-    sweep = budget_sweep(model, train, val, lens_cfg(), ["logit", "certified"], [60], seed=0)
+    sweep = sweep_lenses(model, train, val, lens_cfg(), ["logit", "certified"], [60], seed=0)
     state0 = sweep[sweep["layer"] == 0].set_index("procedure")
     floor, readout = state0["floor_bits"].iloc[0], state0["readout_floor_bits"].iloc[0]
     assert 0 < floor < floor + readout < state0.loc["certified", "kl_bits"] < state0.loc["logit", "kl_bits"]
@@ -211,8 +211,8 @@ def planted_comparisons(seeds=(0, 1, 2)):
                for s in seeds])
 
 
-def test_c3_by_lens_is_each_seeds_early_gap_with_a_student_t_interval_over_seeds():
-    table = c3_by_lens(planted_sweeps(), planted_comparisons()).set_index(["comparison", "procedure", "batch_size",
+def test_lens_budget_table_is_each_seeds_early_gap_with_a_student_t_interval_over_seeds():
+    table = lens_budget_table(planted_sweeps(), planted_comparisons()).set_index(["comparison", "procedure", "batch_size",
                                                                            "steps"])
     gaps = [4 / math.sqrt(100) + s / 10 - s / 20 for s in (0, 1, 2)]
     row = table.loc[("tying", "tuned_lens", 8, 100)]
@@ -252,27 +252,27 @@ def test_the_state_curves_the_page_and_the_figure(tmp_path):
     states = states_by_lens(sweeps, comparisons)
     tied = states.query("comparison == 'tying' and role == 'a' and steps == 100 and batch_size == 8 and layer == 0")
     assert tied["kl_bits"].item() == pytest.approx(1 + 0.4 + 0.1)  # the mean over seeds 0, 1, 2
-    table, by_state = c3_by_lens(sweeps, comparisons), c3_by_state(sweeps, comparisons)
+    table, by_state = lens_budget_table(sweeps, comparisons), c3_by_state(sweeps, comparisons)
     config = load()
     config["lens_budget"] = {"comparisons": {
         "tying": {"a": {"arch": "olmo", "variant": "tied"}, "b": {"arch": "olmo", "variant": "untied"}},
         "tied_seeds": {"a": {"arch": "olmo", "variant": "tied"},
                        "b": {"arch": "olmo", "variant": "tied", "seed_offset": 1}}}}
-    page = c3_by_lens_markdown(table, by_state, states, lens_budget.described(config), lens_cfg(seq_len=64))
+    page = lens_budget_markdown(table, by_state, states, lens_budget.described(config), lens_cfg(seq_len=64))
     assert "- tuned-lens's optimiser (SGD, Nesterov, lr 1, linear decay) at 4,096 tokens a step (64 windows of 64)" \
         in page
     assert ("- tied_seeds (a = olmo/tied, b = olmo/tied, seed + 1): varies the initialisation and the batches (data "
             "order); holds tying and the training length") in page
     assert "| paper, same state |  |  | 1.850 | 2.970 | 1.580 |" in page  # states 0-2 of the paper's 16
     assert "| paper, same fraction |  |  | 1.850 | 0.190 | 1.880 |" in page  # its states 0, 8 and 16
-    plot_c3_by_lens(table, by_state, tmp_path / "c3_by_lens.pdf")
-    assert (tmp_path / "c3_by_lens.pdf").read_bytes().startswith(b"%PDF")
+    plot_lens_budget(table, by_state, tmp_path / "lens_budget.pdf")
+    assert (tmp_path / "lens_budget.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_a_sweep_written_before_the_batch_axis_reads_as_lens_batch_size_without_a_readout_floor():
     old = planted_sweeps().query("batch_size == 8").drop(columns=["batch_size", "tokens_per_step",
                                                                    "readout_floor_bits"])
-    table = c3_by_lens(old, planted_comparisons(), lens_cfg(seq_len=64))
+    table = lens_budget_table(old, planted_comparisons(), lens_cfg(seq_len=64))
     assert set(table["batch_size"]) == {8} and set(table["tokens_per_step"]) == {512}
     assert table["a_readout_floor_bits"].isna().all() and table["a_floor_bits"].eq(0.3).all()
 
@@ -292,7 +292,7 @@ def test_the_length_null_is_said_to_dominate_c3_from_the_tables_own_numbers():
 
 def test_a_sweep_trains_tuned_lens_lenses_at_each_batch_and_the_certified_lens_at_lens_batch_size():
     model, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(2_000, 2)
-    sweep = budget_sweep(model, markov_tokens(4_000, 1), val, lens_cfg(), ["tuned_lens", "certified"], [2], seed=0,
+    sweep = sweep_lenses(model, markov_tokens(4_000, 1), val, lens_cfg(), ["tuned_lens", "certified"], [2], seed=0,
                          batch_sizes=[2, 4])
     lenses = sweep.drop_duplicates(["procedure", "batch_size"])
     assert lenses[["procedure", "batch_size", "tokens_per_step", "tokens"]].values.tolist() == [
@@ -304,8 +304,7 @@ def test_a_sweep_trains_tuned_lens_lenses_at_each_batch_and_the_certified_lens_a
 
 # --- The plan ------------------------------------------------------------------------------------------------
 def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_shared_run_once():
-    config = load("configs/trained.yaml")
-    add_cells(config)
+    config = prepared("configs/trained.yaml").config
     comps = lens_budget.comparisons(config)
     assert [c["comparison"] for c in comps] == (["tying"] * 3 + ["matched_null"] * 3 + ["data_order"] * 3
                                                 + ["tied_seeds"] * 2 + ["untied_seeds"] * 2 + ["untied_steps"] * 3)
@@ -314,7 +313,7 @@ def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_s
     assert first["tying"]["a"] == (cell, "tied", 2, 6000) and first["tied_seeds"]["b"] == (cell, "tied", 3, 6000)
     assert first["untied_steps"]["a"] == (cell, "untied", 2, 3000)
     assert first["matched_null"]["b"] == (cell, "untied_b", 2, 6000) and first["data_order"]["b"][1] == "untied_d"
-    runs = lens_budget.budget_runs(config)
+    runs = lens_budget.sweep_runs(config)
     assert len(runs) == len(set(runs)) == 17  # tied 0-3, untied 0-3 at 6000 and 0-2 at 3000, untied_b, untied_d 0-2
 
 
@@ -322,8 +321,7 @@ def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_s
 def test_the_disjoint_seed_nulls_use_no_model_twice(path):
     """Pairs (0, 1) and (2, 3): each seed null's mean is of independent differences, so its Student-t interval
     holds; the pairs (0, 1), (1, 2), (2, 3) shared models, their mean (X0 - X3) / 3."""
-    config = load(path)
-    add_cells(config)
+    config = prepared(path).config
     for name in ("tied_seeds", "untied_seeds"):
         pairs = [(c["a"], c["b"]) for c in lens_budget.comparisons(config) if c["comparison"] == name]
         models = [run for pair in pairs for run in pair]
@@ -356,13 +354,13 @@ def test_a_comparison_naming_a_run_the_config_lacks_ends_at_the_check(run, messa
 
 def test_the_default_builds_sweep_plans_one_job_a_run_and_the_table_and_figure(tmp_path):
     config = load("configs/lens-budget.yaml")
-    result = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=config)
+    result = snakemake(tmp_path, "-n", "figures/lens_budget.pdf", config=config)
     assert result.returncode == 0, result.stderr
     jobs = planned_jobs(result)
-    assert jobs["lens_budget"] == 17 and jobs["c3_by_lens_table"] == 1 and jobs["c3_by_lens_figure"] == 1
+    assert jobs["lens_budget"] == 17 and jobs["lens_budget_table"] == 1 and jobs["lens_budget_figure"] == 1
     assert jobs["train"] == 14  # olmo tied and untied, seeds 0-3 (3 for the seed nulls); untied_b and untied_d 0-2
-    refused = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=load())
+    refused = snakemake(tmp_path, "-n", "figures/lens_budget.pdf", config=load())
     assert refused.returncode != 0 and "lens_budget: {comparisons: ...}" in refused.stderr
-    batch = snakemake(tmp_path, "-n", "figures/c3_by_lens.pdf", config=load("configs/lens-batch.yaml"))
+    batch = snakemake(tmp_path, "-n", "figures/lens_budget.pdf", config=load("configs/lens-batch.yaml"))
     assert batch.returncode == 0, batch.stderr
     assert planned_jobs(batch)["lens_budget"] == 6 and planned_jobs(batch)["train"] == 6  # tied, untied, seeds 0-2

@@ -21,8 +21,10 @@ from tying.errors import PipelineError
 from tying.lens.translators import TunedLens
 from tying.lens.tuned_lens_format import save_tuned_lens, unembed_hash
 from tying.metrics.knn_overlap import knn_frame
-from tying.plan.config import check, local_paths
-from tying.plan.pairs import evolution_models, pair_claims_metrics, pair_models
+from tying.plan.checks import check
+from tying.plan.layers import local_paths
+from tying.plan.claims import pair_claims_metrics
+from tying.plan.pairs import evolution_models, pair_models
 from tying.train.models import frozen_model
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

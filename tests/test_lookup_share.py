@@ -4,13 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from snakerun import ROOT
 from tying.claims.exposure import ALL_TOKENS, exposure_table, share_labels, strata, token_values, with_draws
 from tying.data.batches import train_batch
 from tying.errors import PipelineError
 from tying.data.token_sets import drawn_by_step, drawn_frame, lookups_by_step, write_token_set
-from tying.plan.config import check, check_schema, load
-from tying.plan.grid import add_cells, cells
+from tying.plan.config import prepared
+from tying.plan.grid import cells
 
 V = 40
 EDGES = [0, 0.01, 0.1, 0.5, 0.9]
@@ -85,12 +84,8 @@ def test_a_gap_carried_by_rarely_looked_up_tokens_shows_in_their_share_stratum()
 
 
 def test_the_large_batch_regime_reads_more_tokens_than_the_trained_regime_in_16k_token_steps():
-    schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
-    trained, large = load("configs/trained.yaml"), load("configs/trained.yaml", "configs/large-batch.yaml")
-    for config in (trained, large):  # as the workflow reads a config (workflow/rules/common.smk)
-        check_schema(config, schema)
-        add_cells(config)
-        check(config, schema)
+    trained = prepared("configs/trained.yaml").config
+    large = prepared("configs/trained.yaml", "configs/large-batch.yaml").config
     (small_cell,), (large_cell,) = cells(trained), cells(large)
     per_step = large["train"]["batch_size"] * large["model"]["seq_len"]
     assert per_step >= 16_384 and large_cell.name == "d96_l3_s600" and len(large_cell.seeds) == 3

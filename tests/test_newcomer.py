@@ -11,7 +11,7 @@ import yaml
 
 from snakerun import ROOT, planned_jobs
 from tying.errors import PipelineError
-from tying.plan.config import layered, load, overlay
+from tying.plan.layers import layered, load, overlay
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
@@ -161,7 +161,7 @@ def test_environment_yml_lists_every_pin_of_the_test_extra_as_constraints_txt_do
     ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5, untied_b, untied_d)"),
 ])
 def test_an_unknown_name_lists_the_valid_ones(key, value, listed):
-    from tying.plan.config import check
+    from tying.plan.checks import check
     from tying.errors import PipelineError
 
     config = load()

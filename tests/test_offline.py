@@ -15,7 +15,7 @@ from huggingface_hub import constants
 
 from helpers import build_corpus
 from snakerun import ROOT, snakemake
-from tying.plan.config import typed_overrides
+from tying.plan.layers import typed_overrides
 from tying.errors import PipelineError
 from tying.lens.unembed import lens_placement
 

@@ -6,8 +6,11 @@ import pytest
 import yaml
 
 from snakerun import ROOT
-from tying.plan import pairs
-from tying.plan.config import check, run_params
+from tying.plan import claims, claims_over_training, pairs, runs, survey
+from tying.plan.checks import check
+from tying.plan.config import prepared
+from tying.plan.references import reference
+from tying.plan.run_params import run_params
 from tying.errors import PipelineError
 from tying.plan.run_spec import RunSpec
 
@@ -36,9 +39,9 @@ def config():
 def test_a_pair_is_trained_or_released_by_its_untied_reference(config):
     assert pairs.trained(config, "main") and pairs.trained(config, "ctl") and not pairs.trained(config, "hub")
     assert pairs.released_pairs(config, ["main", "hub", "ctl"]) == ["hub"]
-    assert pairs.reference_name(OLMO) == "allenai/OLMo-1B-hf@abc"
-    assert pairs.reference_name({"hub": "org/m"}) == "org/m@main"
-    assert pairs.reference_name(config["pairs"]["main"]["tied"]) == "olmo/tied"
+    assert reference(OLMO).name == "allenai/OLMo-1B-hf@abc" and reference({"hub": "org/m"}).name == "org/m@main"
+    assert reference(config["pairs"]["main"]["tied"]).name == "olmo/tied"
+    assert reference({"path": "/models/m/", "tokenizer": "/tok"}).label == "m"
 
 
 def test_seeds_and_the_compared_step(config):
@@ -48,8 +51,8 @@ def test_seeds_and_the_compared_step(config):
 
 
 def test_the_training_schedule_is_read_in_one_place(config):
-    shared = pairs.schedule(config)
-    assert shared == pairs.schedule(config, {"arch": "olmo", "variant": "tied"}) == pairs.pair_schedule(config, "main")
+    shared = runs.schedule(config)
+    assert shared == runs.schedule(config, "olmo") == pairs.pair_schedule(config, "main")
     assert (shared.steps, shared.checkpoints, shared.final) == (6, (0, 3, 6), 6)
     assert pairs.early_steps(config) == max(1, round(config["analysis"]["early_fraction"] * 6))
     assert pairs.scaling_steps(config, "main") == [3, 6]
@@ -84,38 +87,40 @@ def test_runs_token_sets_and_lens_tokens(config):
     assert pairs.quality_runs(config, "main") == [("tied", "olmo", "tied"), ("untied", "olmo", "untied"),
                                                   ("tied_x5", "olmo", "tied_x5")]
     assert pairs.quality_runs(config, "ctl") == [("tied", "gpt_neox", "untied"), ("untied", "olmo", "untied")]
-    assert pairs.lens_tokens_source(config, "main", "tied") is None
-    assert pairs.lens_tokens_source(config, "hub", "untied") == {"repo": "allenai/OLMo-1B-0724-hf", "revision": "def"}
+    assert reference(config["pairs"]["main"]["tied"]).tokens_source() is None
+    assert reference(OLMO_U).tokens_source() == {"repo": "allenai/OLMo-1B-0724-hf", "revision": "def"}
 
 
 def test_claims_inputs_of_a_trained_and_a_released_claims_pair(config):
-    assert pairs.claims_metrics(config) == (list(pairs.CLAIMS_METRICS), {})
-    assert not pairs.claims_at_paper_scale(config) and pairs.claims_sources(config) == []
+    assert claims.claims_metrics(config) == (list(claims.CLAIMS_METRICS), {})
+    assert not claims.claims_at_paper_scale(config) and claims.claims_sources(config) == []
     config["tables"]["claims"] = ["main", "hub"]  # a released further pair has no quality (no tokens drawn)
-    assert pairs.claims_metrics(config)[1] == {"alignment": ["hub"], "knn": ["hub"], "quality": []}
+    assert claims.claims_metrics(config)[1] == {"alignment": ["hub"], "knn": ["hub"], "quality": []}
     config["tables"]["claims"] = ["hub", "main"]
-    assert pairs.claims_metrics(config) == (["alignment", "knn", "evolution"],
+    assert claims.claims_metrics(config) == (["alignment", "knn", "evolution"],
                                             {"alignment": ["main"], "knn": ["main"], "quality": ["main"]})
-    assert pairs.claims_at_paper_scale(config)
-    assert pairs.claims_sources(config) == ["results/hub/embeddings/allenai/OLMo-1B-hf/abc",
+    assert claims.claims_at_paper_scale(config)
+    assert claims.claims_sources(config) == ["results/hub/embeddings/allenai/OLMo-1B-hf/abc",
                                             "results/hub/embeddings/allenai/OLMo-1B-0724-hf/def"]
 
 
 def test_trajectory_points_and_models(config):
-    assert pairs.trajectory_points(config, "main") == [{"step": s, "tokens": s * 4 * 16} for s in (0, 3, 6)]
-    assert pairs.trajectory_variants(config, "main") == ["tied", "tied_x5"]
-    models = pairs.trajectory_models(config, "main", 0)
+    points = claims_over_training.trajectory_points(config, "main")
+    assert points == [{"step": s, "tokens": s * 4 * 16} for s in (0, 3, 6)]
+    assert claims_over_training.trajectory_variants(config, "main") == ["tied", "tied_x5"]
+    models = claims_over_training.trajectory_models(config, "main", 0)
     assert len(models["tied"]) == len(models["untied"]) == 3 and len(models["scaled"]) == 6
     config["pairs"]["hub"]["trajectory"] = [{"tokens_b": 1, "tied": "a", "untied": "b", "tied_tokens_b": 1,
                                              "untied_tokens_b": 2}]
-    assert pairs.trajectory_models(config, "hub", 0) == {"tied": ["results/hub/embeddings/allenai/OLMo-1B-hf/a"],
-                                                         "untied": ["results/hub/embeddings/allenai/OLMo-1B-0724-hf/b"]}
-    assert pairs.trajectory_variants(config, "hub") == []
+    assert claims_over_training.trajectory_models(config, "hub", 0) == {
+        "tied": ["results/hub/embeddings/allenai/OLMo-1B-hf/a"],
+        "untied": ["results/hub/embeddings/allenai/OLMo-1B-0724-hf/b"]}
+    assert claims_over_training.trajectory_variants(config, "hub") == []
 
 
 def test_an_empty_trajectory_of_a_released_pair_is_one_line(config):
     config["tables"]["claims_over_training"] = ["main", "hub"]
-    assert pairs.unwritten_trajectories(config) == ["hub"]
+    assert claims_over_training.unwritten_trajectories(config) == ["hub"]
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
     assert str(error.value) == ("pairs.hub.trajectory is empty: write it with python -m tying.hub.revisions match "
@@ -143,18 +148,14 @@ def test_the_survey_splits_gated_comparisons_without_a_token(config):
     config["pairs"]["gated"] = {"tied": {"hub": "meta/llama"}, "untied": OLMO_U}
     config["survey"] = {"comparisons": {"hub": "OLMo", "gated": "Llama"}, "gated": ["meta/llama"],
                         "params": {"allenai/OLMo-1B-hf": 1.2}}
-    assert pairs.survey_pairs(config, has_token=False) == (["hub"], ["gated"])
-    assert pairs.survey_pairs(config, has_token=True) == (["hub", "gated"], [])
-    row = pairs.survey_comparison(config, "hub")
+    assert survey.survey_pairs(config, has_token=False) == (["hub"], ["gated"])
+    assert survey.survey_pairs(config, has_token=True) == (["hub", "gated"], [])
+    row = survey.survey_comparison(config, "hub")
     assert (row["tied"], row["family"], row["params_tied"]) == ("allenai/OLMo-1B-hf@abc", "OLMo", 1.2)
 
 
 def test_drawn_counts_are_kept_at_the_checkpoints_of_the_pairs_compared_at_that_step(config):
-    from tying.plan.config import load
-    from tying.plan.grid import add_cells
-
-    grid = load("configs/scaling.yaml")
-    add_cells(grid)
+    grid = prepared("configs/scaling.yaml").config
     steps = {pairs.pair_step(grid, p) for p in grid["pairs"]}
     assert steps == {300, 1500}
     # a 300-step cell's counts are kept at its own checkpoints, not at the 1500-step cells' (750 is not one of
@@ -163,3 +164,11 @@ def test_drawn_counts_are_kept_at_the_checkpoints_of_the_pairs_compared_at_that_
     alone = {**grid, "pairs": {"d48_l2_s300": grid["pairs"]["d48_l2_s300"]}}
     assert pairs.drawn_steps(alone, 300) == pairs.drawn_steps(grid, 300)
     assert pairs.drawn_steps(grid, 1500) == sorted({0, 1500, *grid["architectures"]["d96_l3_s1500"]["train"]["checkpoints"]})
+
+
+def test_a_claims_jobs_grouped_inputs_come_back_as_the_groups_they_were():
+    grouped = {"first": {"alignment": ["a0", "a1"], "lens_null": []}, "further": {"knn": ["k0"]},
+               "sources": ["tied", "untied"], "paper_scale": "claims.parquet"}
+    flat = claims.flat_inputs(grouped)
+    assert list(flat) == ["first__alignment", "first__lens_null", "further__knn", "sources", "paper_scale"]
+    assert claims.nested_inputs(flat.items()) == grouped

@@ -10,7 +10,7 @@ import pytest
 
 from hubfixtures import add_vocab_files_repo, build_hub_cache
 from snakerun import planned_jobs, snakemake
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.checkpoints.embeddings import load_embeddings
 
 PAPER = load("configs/paper.yaml")

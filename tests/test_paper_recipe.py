@@ -6,7 +6,9 @@ import dataclasses
 import pytest
 
 from snakerun import ROOT
-from tying.plan.config import check, load, run_params
+from tying.plan.checks import check
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.plan.run_spec import RunSpec, lr_lambda
 from tying.train.loop import build
 

@@ -2,7 +2,8 @@
 import pytest
 
 from snakerun import ROOT
-from tying.plan.config import check, load
+from tying.plan.checks import check
+from tying.plan.layers import load
 from tying.plan.pins import unpinned_references
 
 # Unpinned on purpose; each also says why in its config. Nothing else may be left at a branch.

@@ -45,7 +45,7 @@ def test_c3_is_not_testable_on_models_worse_than_their_bigram_table():
 
 def test_the_claims_rule_applies_the_preconditions_to_its_table():
     """claims_tables, what the claims rule writes: the report, then each claim's preconditions."""
-    options = {"pairs": ["main"], "k": 10, "early_steps": None, "scaled_variant": "tied_x5", "released": [],
+    options = {"pairs": ["main"], "knn_k": 10, "early_steps": None, "scaled_variant": "tied_x5", "released": [],
                "at_paper_scale": False, "mixture": None, "norm_shuffles": 200, "comparable_draws": 100}
     for offset, c3 in ((+0.3, "not testable here"), (-0.5, "holds")):
         table, seeds = claims_tables({"quality": quality(offset), "lens": lens(2.0)}, {}, options)

@@ -10,9 +10,11 @@ from snakerun import ROOT, planned_jobs, snakemake
 from tying.data.batches import train_batch
 from tying.errors import PipelineError
 from tying.train import loop
-from tying.plan.config import check, load, run_params
-from tying.plan.pairs import (claims_pairs, matched_null, matched_null_seeds, mixture_pair, pair_models, token_set_runs,
-                              trained_runs)
+from tying.plan.checks import check
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
+from tying.plan.claims import claims_pairs, matched_null, matched_null_seeds, mixture_pair
+from tying.plan.pairs import pair_models, token_set_runs, trained_runs
 from tying.plan.run_spec import RunSpec
 from tying.train.models import build_model, init_seed, model_config
 

@@ -9,12 +9,13 @@ import yaml
 
 from snakerun import ROOT, planned_jobs, snakemake
 from tying.plan import grid
-from tying.plan import pairs
+from tying.plan import pairs, runs
 from tying.claims.definitions import ALL_TOKENS
-from tying.plan.config import check, load, run_params
+from tying.plan.config import prepared
+from tying.plan.layers import load
+from tying.plan.run_params import run_params
 from tying.errors import PipelineError
 
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 # tests/micro.yaml's data, training and analysis; its pairs and targets give way to the grid's cells.
 GRID = {**MICRO, "seeds": [0, 1, 2], "architectures": {"olmo": {"family": "olmo"}}, "pairs": {}, "figures": {},
@@ -32,9 +33,7 @@ def _grid(**scaling):
 
 
 def _merged(config):
-    grid.add_cells(config)
-    check(config, SCHEMA)
-    return config
+    return prepared(passed=config, replace=True).config
 
 
 def _plain(cell, of=GRID):
@@ -55,21 +54,20 @@ def _plain(cell, of=GRID):
 # --- The config: cells become architectures with their own schedule, and pairs ---------------------------
 def test_cells_are_merged_as_architectures_with_their_own_schedule_and_pairs():
     config = _merged(_grid())
-    assert pairs.scaling_cells(config) == CELLS
-    ref = {"arch": "d24_l1_s6", "variant": "tied"}
-    assert pairs.schedule(config, ref) == pairs.pair_schedule(config, "d24_l1_s6")
-    assert (pairs.schedule(config, ref).steps, pairs.schedule(config, ref).checkpoints) == (6, (0, 6))
-    assert pairs.schedule(config) == pairs.schedule(config, {"arch": "olmo"}) == pairs.Schedule(6, (0, 3, 6))
-    assert "train" not in pairs.model_dims(config, "d24_l1_s6")
+    assert [c.name for c in grid.scaling_cells(config)] == CELLS
+    assert runs.schedule(config, "d24_l1_s6") == pairs.pair_schedule(config, "d24_l1_s6")
+    assert (runs.schedule(config, "d24_l1_s6").steps, runs.schedule(config, "d24_l1_s6").checkpoints) == (6, (0, 6))
+    assert runs.schedule(config) == runs.schedule(config, "olmo") == runs.Schedule(6, (0, 3, 6))
+    assert "train" not in runs.model_dims(config, "d24_l1_s6")
     short, long = run_params(config, "d24_l1_s4", "tied"), run_params(config, "d24_l1_s6", "tied")
     assert (short["steps"], short["checkpoints"], long["steps"]) == (4, [0, 4], 6)
     assert {k: v for k, v in short.items() if k not in ("steps", "checkpoints")} == \
            {k: v for k, v in long.items() if k not in ("steps", "checkpoints")}
-    assert pairs.checkpoint_groups(config) == {(0, 3, 6): ["olmo"], (0, 4): CELLS[::2], (0, 6): CELLS[1::2]}
+    assert runs.checkpoint_groups(config) == {(0, 3, 6): ["olmo"], (0, 4): CELLS[::2], (0, 6): CELLS[1::2]}
     fraction = config["analysis"]["early_fraction"]
     assert pairs.early_steps(config, "d24_l1_s6") == max(1, round(fraction * 6)) == pairs.early_steps(config)
     assert pairs.scaling_steps(config, "d16_l1_s4") == [4]  # the claims' final step, with no claims table
-    assert "4 or 6 x 4 x 16 = 256 to 384 tokens" in pairs.token_plan(config)
+    assert "4 or 6 x 4 x 16 = 256 to 384 tokens" in runs.token_plan(config)
     merged = copy.deepcopy(config)
     grid.add_cells(merged)  # adding the cells to the same config again changes nothing
     assert merged == config

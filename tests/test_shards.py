@@ -13,7 +13,7 @@ from conftest import word_tokenizer
 from shardfixtures import V, build_tokens, write_local_corpus
 from snakerun import ROOT, planned_jobs, snakemake
 from tying.data.batches import eval_batches, train_batch
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.errors import PipelineError
 from tying.data.shards import block, read_texts, shard_documents, write_documents
 from tying.data.tokens import ShardedIds, load_ids

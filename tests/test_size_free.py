@@ -24,7 +24,7 @@ PLANTED = {"workdir": "planted", "tokenizer": {"vocab_size": 256},
 def planted(tmp_path, **train):
     path = tmp_path / "planted.yaml"
     path.write_text(yaml.safe_dump({**PLANTED, "train": {**PLANTED["train"], **train}}))
-    return prepared(path)
+    return prepared(path).config
 
 
 def test_a_planted_configs_size_free_numbers_equal_their_hand_computed_values(tmp_path):
@@ -56,7 +56,8 @@ def test_a_pair_the_pipeline_does_not_train_has_no_size_free_numbers(tmp_path):
 def test_the_paper_regime_cell_matches_the_papers_size_free_numbers():
     """configs/paper-regime.yaml at d = 96 against configs/paper-train.yaml (the authors' 10k-step 1B config):
     relative update size, update budget, total decay and its level, warmup fraction to 3 significant figures."""
-    paper, cell = (size_free(prepared(path)) for path in ("configs/paper-train.yaml", "configs/paper-regime.yaml"))
+    paper, cell = (size_free(prepared(path).config)
+                   for path in ("configs/paper-train.yaml", "configs/paper-regime.yaml"))
     assert cell["hidden_size"] == 96 and paper["hidden_size"] == 2048
     for key in ("relative_update", "update_budget", "total_decay", "no_gradient_level", "warmup_fraction"):
         assert cell[key] == pytest.approx(paper[key], rel=1e-3), key

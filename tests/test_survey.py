@@ -8,7 +8,7 @@ import torch
 
 from hubfixtures import build_survey_cache, snapshot_dir
 from snakerun import planned_jobs, snakemake
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.checkpoints.controls import control_model
 from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from snakerun import ROOT, cli
-from tying.plan.config import load
+from tying.plan.layers import load
 from tying.plan.targets import lacks, shipped_configs, targets, unbuilt_pattern
 
 SMOKE = ROOT / "configs" / "smoke.yaml"

@@ -21,7 +21,7 @@ from tying.checkpoints.embeddings import Embeddings
 from tying.metrics.evolution import evolution_frames
 from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
-from tying.claims.trajectory import claims_by_point, point_rows
+from tying.claims.claims_over_training import claims_by_point, point_rows
 
 ANALYSIS = {"held_out": 0.2, "split_seed": 0}
 OPTIONS = {"held_out": 0.2, "seed": 0}  # the same, as alignment_frame and scaling_frame take them

@@ -17,7 +17,7 @@ from tying.errors import PipelineError
 from tying.lens.fitting import train_lens
 from tying.lens.scoring import evaluate_lens
 from tying.lens.tuned_lens_format import given_lens_job, load_tuned_lens, save_tuned_lens, unembed_hash
-from tying.plan.config import check
+from tying.plan.checks import check
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())

@@ -1,6 +1,24 @@
 # Table 7's downstream numbers for every run it reports, at the final step: perplexity on a held-out
 # text (downstream.perplexity; the paper: WikiText-2) and zero-shot accuracies through lm-eval
 # (downstream.lm_eval; the `eval` extra). Without a `downstream` section Table 7 shows held-out loss.
+from tying.plan.pairs import downstream_runs
+from tying.plan.references import checkpoint_dir
+from tying.plan.runs import model_dims
+
+DOWNSTREAM = config.get("downstream", {})
+
+
+def downstream_metrics():
+    """Per-run downstream metric files of Table 7's runs, for each configured part."""
+    parts = [rule for name, rule in (("perplexity", rules.perplexity), ("lm_eval", rules.lm_eval))
+             if name in DOWNSTREAM]
+    return [expand(r.output[0], arch=a, variant=v, seed=s)[0] for r in parts for a, v, s in downstream_runs(config)]
+
+
+def downstream_ids(w):
+    """A downstream metric's identification columns: the run and its final step."""
+    return {"arch": w.arch, "variant": w.variant, "seed": int(w.seed),
+            "step": schedule(config, w.arch).final}
 
 
 localrules:

@@ -3,6 +3,8 @@
 # reads the hub's metadata; a corpus or tokenizer may come from the hub too): on a cluster they run
 # on the submitting host (localrules), and each holds resource `network=1`, so `--resources network=2`
 # caps parallel downloads. Building the DAG (and a dry run) never calls the hub: paths come from the config.
+from tying.plan.references import hub_dir
+
 
 localrules:
     hub_embeddings,
@@ -66,7 +68,7 @@ rule hub_tokens:
 
 # A local model's own tokenizer over the corpus, for its lens and its LM row: {dir} is the folder holding that
 # tokenizer (the model's directory, or its `tokenizer:` folder), absolute without the leading /
-# (tying.plan.pairs.lens_tokens_source), so the models of one tokenizer share the job.
+# (tying.plan.references: tokens_source), so the models of one tokenizer share the job.
 rule local_tokens:
     input:
         documents=corpus_shards(),

@@ -1,6 +1,48 @@
 # Tuned lens per model of a pair (Figures 2, 6, 7; claim C3).
+from tying.plan.claims import matched_null
 
 LENS_RESOURCES = {"mem_mb": 8000, "runtime": 60, "gpu": 1 if config["lens"]["device"] == "cuda" else 0}
+
+
+def lens_inputs(pair, role, seed):
+    """A lens job's inputs: the full model and token arrays in its tokenizer's ids."""
+    return {"model": pair_models(config, pair, seed, full=True)[role], **lens_tokens(pair, role)}
+
+
+def null_lens_inputs(pair, seed):
+    """The matched null's lens job's inputs: its run's checkpoint at the pair's step and the pipeline's tokens."""
+    return {"model": reference(matched_null(config, pair)).directory(seed, pair_step(config, pair)),
+            **{k: rules.tokens.output[k] for k in ("train", "val", "meta")}}
+
+
+def given_lens(pair, role):
+    """The tuned-lens folder a pair names for a role (`lens: {tied: DIR, untied: DIR}`), scored in place of
+    training one; [] when it names none."""
+    lens = PAIRS[pair].get("lens")
+    return lens[role] if isinstance(lens, dict) and role in lens else []
+
+
+def lens_tokens(pair, role):
+    """Train/validation token arrays for a pair's model: the pipeline's tokens for a trained run,
+    the corpus in the model's own tokenizer for a hub or local model."""
+    ref, keys = reference(PAIRS[pair][role]), ("train", "val", "meta")
+    if ref.trained:
+        return {k: rules.tokens.output[k] for k in keys}
+    own = rules.local_tokens if ref.local else rules.hub_tokens
+    return {k: expand(own.output[k], **ref.tokens_source())[0] for k in keys}
+
+
+def lens_metrics(pair, output=None):
+    """Per-seed lens metric files (or another of the lens rule's outputs) of both models of a pair."""
+    return expand(output or rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
+
+
+def local_quality_inputs(pair):
+    """A local pair's quality job's inputs: each role's whole model ({role}_model) and its token arrays in its own
+    tokenizer ({role}_train, {role}_val, {role}_meta), as its lens reads them."""
+    models = pair_models(config, pair, 0, full=True)
+    return {f"{role}_{key}": path for role in ("tied", "untied")
+            for key, path in {"model": models[role], **lens_tokens(pair, role)}.items()}
 
 
 rule lens:
@@ -19,7 +61,7 @@ rule lens:
         ids=lambda w: {
             "pair": w.pair,
             "role": w.role,
-            "model": reference_name(PAIRS[w.pair][w.role]),
+            "model": reference(PAIRS[w.pair][w.role]).name,
             "seed": int(w.seed),
         },
         lens=config["lens"],
@@ -36,7 +78,7 @@ rule lens:
         "../scripts/lens.py"
 
 
-# The claims pair's matched null (tying.plan.pairs.matched_null): the lens job on its second untied run, whose KL
+# The claims pair's matched null (tying.plan.claims.matched_null): the lens job on its second untied run, whose KL
 # against the pair's untied model C3's and C3s0's detail give.
 use rule lens as lens_null with:
     input:
@@ -52,7 +94,7 @@ use rule lens as lens_null with:
         ids=lambda w: {
             "pair": w.pair,
             "role": "null",
-            "model": reference_name(matched_null(config, w.pair)),
+            "model": reference(matched_null(config, w.pair)).name,
             "seed": int(w.seed),
         },
         lens=config["lens"],
@@ -125,51 +167,3 @@ rule local_quality:
         "../envs/tying.yaml"
     script:
         "../scripts/local_quality.py"
-
-
-rule fig_lens:
-    input:
-        lambda w: lens_metrics(figure_pair(w.fig)),
-    output:
-        report("figures/{fig}.pdf", caption="../report/lens.rst", category="Figures"),
-    params:
-        pair=lambda w: figure_pair(w.fig),
-    log:
-        "logs/figures/{fig}.log",
-    wildcard_constraints:
-        fig="fig2|fig6|fig7",
-    group:
-        "tables"
-    conda:
-        "../envs/tying.yaml"
-    script:
-        "../scripts/figure.py"
-
-
-# C3 against the lens's budget (lens_budget:, tying.plan.lens_budget): one job a trained run, every procedure and
-# budget on it, its state-0 floor beside them.
-rule lens_budget:
-    input:
-        model=lambda w: checkpoint_dir(w.arch, w.variant, w.seed, w.step),
-        train=rules.tokens.output.train,
-        val=rules.tokens.output.val,
-        meta=rules.tokens.output.meta,
-    output:
-        sweep_path("{arch}", "{variant}", "{seed}", "{step}"),
-    params:
-        lens=config["lens"],
-        procedures=config["lens_budget"]["procedures"],
-        steps=config["lens_budget"]["steps"],
-        # only when set: a sweep without it keeps its recorded params
-        **({"batch_sizes": config["lens_budget"]["batch_sizes"]} if "batch_sizes" in config["lens_budget"] else {}),
-    log:
-        "logs/lens_budget/{arch}/{variant}/seed{seed}/step{step}.log",
-    resources:
-        **LENS_RESOURCES,
-    threads: config["lens"]["threads"]
-    wildcard_constraints:
-        step=r"\d+",
-    conda:
-        "../envs/tying.yaml"
-    script:
-        "../scripts/lens_budget.py"

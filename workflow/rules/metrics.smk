@@ -1,4 +1,32 @@
 # One rule per metric; each writes tidy Parquet per (pair, seed) under results/metrics/.
+from tying.plan.pairs import (downstream_runs, drawn_steps, early_steps, evolution_models, initial_models,
+                              local_tokenizers, quality_runs, scaled_models, scaled_variants, scaling_steps)
+from tying.plan.references import checkpoint_dir, trained_control_dir
+from tying.plan.runs import run_shape
+
+
+def metric_models(w):
+    """A per-pair metric job's models by role, a local model's tokenizer folder where it names one
+    ({role}_tokenizer) and, for a trained pair, its token set."""
+    return pair_models(config, w.pair, int(w.seed)) | local_tokenizers(config, w.pair) | token_set(w.pair, w.seed)
+
+
+def metric_ids(w):
+    """A per-pair metric's identification columns at the pair's compared step."""
+    return {"pair": w.pair, "seed": int(w.seed), "step": pair_step(config, w.pair)}
+
+
+def baseline_file(shape):
+    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.plan.runs.run_shape."""
+    return expand(rules.baseline.output[0], **dict(zip(("seed", "steps", "batch", "seq_len"), shape)))[0]
+
+
+def quality_inputs(w):
+    """A quality job's training logs and count baselines, one each per model of the pair
+    (tying.plan.pairs.quality_runs)."""
+    runs, step = quality_runs(config, w.pair), pair_step(config, w.pair)
+    return {"logs": [expand(rules.train.output.log, arch=a, variant=v, seed=w.seed)[0] for _, a, v in runs],
+            "baselines": [baseline_file(run_shape(config, a, w.seed, step)) for _, a, _ in runs]}
 
 
 rule trained_control:
@@ -48,7 +76,7 @@ rule knn:
     params:
         ids=metric_ids,
         analysis=lambda w: analysis_params(config, w.pair, "rows", "split_seed"),
-        k=config["analysis"]["knn_k"],
+        knn_k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
     log:
         "logs/metrics/knn/{pair}/seed{seed}.log",
@@ -207,7 +235,7 @@ rule loss:
             for a, v, s in downstream_runs(config)
         ],
         baselines=lambda w: [
-            baseline_file(run_shape(config, a, s, schedule(config, {"arch": a, "variant": v}).final))
+            baseline_file(run_shape(config, a, s, schedule(config, a).final))
             for a, v, s in downstream_runs(config)
         ],
     output:

@@ -5,6 +5,13 @@
 # source.json; a control's, its source model's). A comparison with a gated model (`survey.gated`)
 # runs only when a Hugging Face token is available (HF_TOKEN or `hf auth login`); otherwise
 # it is listed as not run and nothing of it is fetched.
+from huggingface_hub import get_token
+
+from tying.plan.references import control_dir, hub_dir
+from tying.plan.survey import survey_comparison, survey_pairs
+
+SURVEY = config.get("survey", {})
+SURVEY_RUN, SURVEY_SKIPPED = survey_pairs(config, has_token=get_token() is not None)
 
 if SURVEY.get("comparisons") and not SURVEY_RUN:
     sys.exit("config error: every survey comparison reads a gated model (survey.gated) and no Hugging Face "
@@ -33,7 +40,7 @@ rule survey_table:
         alignment=lambda w: if_built("results/tables/survey.csv", per_seed(rules.alignment, SURVEY_RUN)),
         knn=per_seed(rules.knn, SURVEY_RUN),
         models=[d for p in SURVEY_RUN for d in pair_models(config, p, 0).values()],
-        sources=[model_dir(PAIRS[p][role], 0, 0) for p in SURVEY_RUN for role in ("tied", "untied")],
+        sources=[reference(PAIRS[p][role]).directory(0, 0) for p in SURVEY_RUN for role in ("tied", "untied")],
     output:
         csv=report("results/tables/survey.csv", caption="../report/survey.rst", category="Survey"),
         md="results/tables/survey.md",

@@ -1,6 +1,11 @@
-# One train rule per list of exported steps (tying.plan.pairs.checkpoint_groups): a rule's outputs are fixed
+# One train rule per list of exported steps (tying.plan.runs.checkpoint_groups): a rule's outputs are fixed
 # lists, so the architectures whose own schedule exports other steps (scaling cells) get the same rule
 # again, `train_<steps>`, constrained to them; `train` itself is every other architecture's.
+from tying.plan.references import checkpoint_dir
+from tying.plan.run_params import run_params
+from tying.plan.runs import checkpoint_groups
+
+TRAIN_GROUPS = checkpoint_groups(config)  # {exported steps: architectures}; tying.plan.runs.schedule
 OWN_CHECKPOINTS = [a for c, group in TRAIN_GROUPS.items() if c != schedule(config).checkpoints for a in group]
 NOT_OWN = f"(?!(?:{'|'.join(OWN_CHECKPOINTS)})(?:/|$))[A-Za-z0-9_]+"  # `train`'s arch: none of those
 

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.claims.depth import c3_by_depth, write_c3_by_depth
+from tying.claims.c3_by_depth import c3_by_depth, write_c3_by_depth
 from tying.rule_script import run
 from tying.tidy import read_frames
 

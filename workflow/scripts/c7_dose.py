@@ -1,6 +1,6 @@
 import pandas as pd
 
-from tying.claims.dose import dose_seed_values, dose_table, write_dose_table
+from tying.claims.c7_dose import dose_seed_values, dose_table, write_dose_table
 from tying.report.figures.c7_dose import plot_c7_dose
 from tying.rule_script import run
 from tying.tidy import read_frames

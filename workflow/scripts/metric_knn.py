@@ -12,7 +12,7 @@ def main(snakemake):
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
     untied, tied = (load_embeddings(inp[role], rows=rows, tokenizer=inp.get(f"{role}_tokenizer"))
                     for role in ("untied", "tied"))
-    frame = knn_frame(untied, tied, ks=(p.k,), approximate=p.approximate,
+    frame = knn_frame(untied, tied, ks=(p.knn_k,), approximate=p.approximate,
                       keep=analysed_tokens(inp.get("tokens")), null_seed=p.analysis["split_seed"] + 1)
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 

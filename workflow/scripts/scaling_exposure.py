@@ -2,7 +2,7 @@ import pandas as pd
 
 from tying.claims.exposure import write_exposure_table
 from tying.rule_script import run
-from tying.claims.sweep import EXPOSURE_COLUMNS, exposure_by_cell
+from tying.claims.scaling import EXPOSURE_COLUMNS, exposure_by_cell
 
 
 def main(snakemake):

@@ -2,7 +2,7 @@ import pandas as pd
 
 from tying.plan.grid import FACT_COLUMNS
 from tying.rule_script import run
-from tying.claims.sweep import paired_trends, size_sweep_table, write_scaling
+from tying.claims.scaling import paired_trends, scaling_table, write_scaling
 
 
 def main(snakemake):
@@ -10,7 +10,7 @@ def main(snakemake):
     facts = pd.DataFrame(snakemake.params.facts, columns=FACT_COLUMNS)
     claims = dict(zip(facts["cell"], map(pd.read_parquet, snakemake.input.claims)))
     seeds = dict(zip(facts["cell"], map(pd.read_parquet, snakemake.input.seeds)))
-    write_scaling(size_sweep_table(claims, facts, seeds), out.csv, out.md, paired_trends(seeds, facts), out.trends)
+    write_scaling(scaling_table(claims, facts, seeds), out.csv, out.md, paired_trends(seeds, facts), out.trends)
 
 
 run(snakemake, main)

@@ -7,7 +7,7 @@ from tying.runtime import configure
 from tying.tidy import with_ids
 from tying.claims.exposure import strata_text
 from tying.data.token_sets import seen_by
-from tying.claims.trajectory import point_rows
+from tying.claims.claims_over_training import point_rows
 
 
 def main(snakemake):
@@ -21,13 +21,13 @@ def main(snakemake):
     for point, (ids, untied_dir, tied_dir) in enumerate(zip(p.points, inp.untied, inp.tied)):
         variants = [next(scaled) for _ in p.variants]
         keep = None if by_step is None else seen_by(by_step, ids["step"], p.min_count)
-        if keep is not None and len(keep) <= p.k + 1:  # no token (step 0), or too few for KNN@k, drawn yet
+        if keep is not None and len(keep) <= p.knn_k + 1:  # no token (step 0), or too few for KNN@k, drawn yet
             print(f"step {ids['step']}: {len(keep)} tokens drawn {p.min_count}+ times yet; no claims at this point")
             continue
         untied, tied = load_embeddings(untied_dir, rows=rows), load_embeddings(tied_dir, rows=rows)
         scaled_models = {v: load_embeddings(d, rows=rows) for v, d in zip(p.variants, variants)}
         stats = point_rows(untied, tied, scaled_models, keep, evolution, quality,
-                           ids={**p.ids, "step": ids.get("step", point)}, analysis=p.analysis, k=p.k,
+                           ids={**p.ids, "step": ids.get("step", point)}, analysis=p.analysis, k=p.knn_k,
                            approximate=p.approximate, scaled_variant=p.variants[-1] if p.variants else None)
         seen = {} if keep is None else {"seen_tokens": len(keep), "exposure": strata_text(by_step, ids["step"], keep,
                                                                                           p.edges)}

@@ -1,5 +1,5 @@
 """A model folder's tokenizer as the embedding readers use it: its tokenizer.json, read by the tokenizers library
-alone (no torch, no transformers), so the config check reads it before any job (tying.plan.config) and the
+alone (no torch, no transformers), so the config check reads it before any job (tying.plan.checks) and the
 embedding reader reads the same (tying.checkpoints.embeddings)."""
 from pathlib import Path
 

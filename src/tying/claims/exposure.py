@@ -85,10 +85,11 @@ def pairs_values(pairs, token_sets, alignment, knn, evolution_tokens=None, scali
 
 def job_values(inputs, params):
     """A claims-by-stratum job's `pairs_values`: the metric frames among its `inputs` (alignment, knn,
-    evolution_tokens, scaling_tokens), its token sets, and its params' pairs, token-set ids, k and scaled variant."""
+    evolution_tokens, scaling_tokens), its token sets, and its params' pairs, token-set ids, knn_k and scaled
+    variant."""
     frames = {name: read_frames(inputs[name]) for name in ("alignment", "knn", "evolution_tokens", "scaling_tokens")
               if name in inputs.keys()}
-    return pairs_values(params.pairs, read_token_sets(inputs.token_sets, params.token_sets), **frames, k=params.k,
+    return pairs_values(params.pairs, read_token_sets(inputs.token_sets, params.token_sets), **frames, k=params.knn_k,
                         scaled_variant=params.scaled_variant)
 
 

@@ -1,6 +1,6 @@
 """C3 against the lens's budget and procedure, for the tying comparison and the null pairs (tying.plan.lens_budget).
 
-Input: each run's sweep (tying.lens.budget.budget_sweep, with its arch, variant, seed and step) and the
+Input: each run's sweep (tying.lens.lens_budget.sweep_lenses, with its arch, variant, seed and step) and the
 comparisons' (comparison, seed, run a, run b). Per comparison, procedure, batch (windows a step) and budget, C3
 is taken per seed as tying.claims.statistics.early_layer_gap takes it (run a in the tied role, run b in the
 untied), then its mean and Student-t 95% interval over seeds. Beside it, the state-0 KL of each run, each run's
@@ -40,7 +40,7 @@ def comparison_frame(sweeps, comparisons, lens=None):
     return pd.concat(parts, ignore_index=True)
 
 
-def c3_by_lens(sweeps, comparisons, lens=None):
+def lens_budget_table(sweeps, comparisons, lens=None):
     """One row per (comparison, procedure, batch_size, steps): tokens_per_step, tokens, n_seeds, k_positive, c3
     mean, ci_low, ci_high, a_state0_bits, b_state0_bits, a_floor_bits, b_floor_bits, a_readout_floor_bits,
     b_readout_floor_bits, above_floor mean, ci_low, ci_high (bits; the runs' values are means over seeds).
@@ -105,7 +105,7 @@ def states_by_lens(sweeps, comparisons, lens=None):
     return out.rename(columns={"pair": "comparison"})
 
 
-def write_c3_by_lens(table, by_state, states, described, lens, paths):
+def write_lens_budget(table, by_state, states, described, lens, paths):
     """The table, the per-state gaps and the per-state curves as Parquet, all as one Markdown page: paths
     {"table", "by_state", "states", "md"}; described: tying.plan.lens_budget.described; lens: the config's
     `lens:` section (the procedures' text)."""
@@ -113,10 +113,10 @@ def write_c3_by_lens(table, by_state, states, described, lens, paths):
         with atomic_path(paths[key]) as tmp:
             frame.to_parquet(tmp, index=False)
     with atomic_path(paths["md"]) as tmp:
-        open(tmp, "w").write(c3_by_lens_markdown(table, by_state, states, described, lens))
+        open(tmp, "w").write(lens_budget_markdown(table, by_state, states, described, lens))
 
 
-def c3_by_lens_markdown(table, by_state, states, described, lens):
+def lens_budget_markdown(table, by_state, states, described, lens):
     """The page: what each procedure and comparison is; C3 per procedure, batch and budget, one column a
     comparison; what the training-length null says; the tying comparison's state 0 against its floors, its gap
     at every state beside the paper's, and its per-state curves."""

@@ -122,7 +122,7 @@ def own_rows(build):
         cells["C6c raw"] = RAW.search(claims.loc["C6c", "detail"]).group(1)
     drift = at_step(build.frames("evolution"), by=("run",)).groupby(["seed", "matrix"])["drift"].mean().unstack()
     cells |= {row: format_cell(*mean_ci(drift[matrix])) for row, matrix in DRIFTS.items()}
-    budget = build.path("tables", "c3_by_lens.parquet")
+    budget = build.path("tables", "lens_budget.parquet")
     if budget.is_file():
         sweep = pd.read_parquet(budget)
         row = sweep[(sweep["comparison"] == sweep["comparison"].iloc[0]) & (sweep["procedure"] == LENS_BUDGET[0])

@@ -9,7 +9,7 @@ from tying.claims.preconditions import apply, pair_checks, with_unmeasured
 from tying.claims.statistics import calibrated_statistics, claim_statistics, seed_statistics
 from tying.claims.verdicts import claims_table, paper_scale_values, seed_table, with_paper_scale
 
-REPORT_OPTIONS = ("k", "early_steps", "scaled_variant", "released", "at_paper_scale", "mixture", "norm_shuffles")
+REPORT_OPTIONS = ("knn_k", "early_steps", "scaled_variant", "released", "at_paper_scale", "mixture", "norm_shuffles")
 
 
 def claims_tables(frames, further, options, token_sets=None, per_token=None, commits=None, paper_scale=None):
@@ -26,7 +26,7 @@ def claims_tables(frames, further, options, token_sets=None, per_token=None, com
                                  **{name: options[name] for name in REPORT_OPTIONS})
     if token_sets is not None:
         metrics = {name: pd.concat([frames[name], further.get(name)]) for name in ("alignment", "knn")}
-        values = pairs_values(pairs, token_sets, **metrics, **(per_token or {}), k=options["k"],
+        values = pairs_values(pairs, token_sets, **metrics, **(per_token or {}), k=options["knn_k"],
                               scaled_variant=options["scaled_variant"])
         rows, seed_rows = comparable_rows(values, pairs, options["comparable_draws"], options["mixture"])
         table, seeds = with_comparable(table, rows, pairs), with_comparable(seeds, seed_rows, pairs)
@@ -36,7 +36,7 @@ def claims_tables(frames, further, options, token_sets=None, per_token=None, com
     return table, seeds
 
 
-def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *, k=10, early_steps=None,
+def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *, knn_k=10, early_steps=None,
                   scaled_variant="tied_x5", released=(), at_paper_scale=False, mixture=None,
                   norm_shuffles=NORM_SHUFFLES):
     """The claims table and its per-seed values -> (table, seeds), as results/tables/claims.* hold them.
@@ -49,7 +49,7 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
     further pair that is the mixture control, whose C1 and C2 calibrate the first pair's (C1cal, C2cal).
     """
     pair, *others = pairs
-    statistics = claim_statistics(**frames, pair=pair, k=k, early_steps=early_steps, scaled_variant=scaled_variant,
+    statistics = claim_statistics(**frames, pair=pair, k=knn_k, early_steps=early_steps, scaled_variant=scaled_variant,
                                   norm_shuffles=norm_shuffles)
     rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
     table = claims_table(statistics, one_pair=at_paper_scale, pair=pair).assign(rows=rows)
@@ -64,7 +64,7 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
             paper_scale_rows=rows, paper_scale_commits=table.get("commits", ""))
     seeds = seed_table(statistics).assign(pair=pair)
     if others:
-        more, more_seeds = further_claims(further["alignment"], further["knn"], others, k, released,
+        more, more_seeds = further_claims(further["alignment"], further["knn"], others, knn_k, released,
                                           further.get("quality"))
         table, seeds = pd.concat([table, more], ignore_index=True), pd.concat([seeds, more_seeds], ignore_index=True)
     if mixture is not None:

@@ -142,7 +142,7 @@ def floor_detail(lens):
 
 def null_detail(lens, null, pair, state=None):
     """The matched null's C3 (state None) or gap at `state`: the untied model's KL minus the matched null
-    run's (the untied recipe from another start on the same batches: tying.plan.pairs.matched_null), per seed
+    run's (the untied recipe from another start on the same batches: tying.plan.claims.matched_null), per seed
     both have, as text with its mean and Student-t interval over those seeds."""
     own = only(lens, pair=pair, role="untied", lens="tuned")
     other = only(null, pair=pair, lens="tuned")

@@ -21,6 +21,7 @@ from tying.errors import PipelineError
 from tying.io import atomic_path
 from tying.lens.scoring import scoring_args, state_means, window_kl
 from tying.lens.translators import TunedLens, WhitenedLens
+from tying.plan.references import reference
 
 
 def unembed_hash(model):
@@ -79,7 +80,7 @@ def load_tuned_lens(path, model):
 def base_model(ref, model_dir):
     """(base_model_name_or_path, base_model_revision) of a pair member: a hub repository at its revision,
     else the directory the lens job read the model from (a trained run's, or a local one)."""
-    return (ref["hub"], ref.get("revision", "main")) if "hub" in ref else (str(model_dir), None)
+    return reference(ref).pin or (str(model_dir), None)
 
 
 def given_lens_job(model, lens, val, cfg):

@@ -15,7 +15,7 @@ three lenses, each from one source:
   table (the quality metric the claims' LM row reads).
 
 The sweeps need no lens_budget.comparisons: the study names its runs itself (`width_runs`), so the grid is the
-one list of them; a config may still give comparisons for figures/c3_by_lens.pdf beside it.
+one list of them; a config may still give comparisons for figures/lens_budget.pdf beside it.
 """
 from tying.errors import PipelineError
 from tying.plan.grid import cells

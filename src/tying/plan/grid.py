@@ -35,10 +35,10 @@ and one pair, both named after it (`config_entries`): cells with the same size b
 separate runs, since the learning-rate schedule depends on the total steps, so a 300-step run is not a
 1500-step run's step-300 checkpoint. Its architecture entry carries the cell's schedule as
 `architectures.<cell>.train: {steps, checkpoints}`, a per-architecture override of train.steps and
-train.checkpoints that tying.plan.pairs.schedule reads, and a size's own `lr` as `train.lr` there, which
-tying.plan.config.run_params reads in place of train.lr (models of different width train stably at
-different rates). `merge` adds the entries to the config as it is
-loaded (workflow/rules/common.smk, before the config check), so each cell is an ordinary
+train.checkpoints that tying.plan.runs.schedule reads, and a size's own `lr` as `train.lr` there, which
+tying.plan.run_params.run_params reads in place of train.lr (models of different width train stably at
+different rates). `add_cells` adds the entries to the config as it is
+prepared (tying.plan.config.prepared, before the config check), so each cell is an ordinary
 architecture and pair to every rule.
 
 Parameters are counted as transformers builds OlmoForCausalLM: per block four d x d attention
@@ -177,6 +177,11 @@ def cells(config):
     if grid.get("c3_by_width"):
         _one_lens_cell_each(out, "c3_by_width", "hidden_size", "a width of {}", "a width")
     return out
+
+
+def scaling_cells(config):
+    """`cells`, or [] without a scaling section."""
+    return cells(config) if config.get("scaling") else []
 
 
 def _one_lens_cell_each(grid_cells, study, axis, shared, each):

@@ -20,10 +20,10 @@ once. `batch_sizes` sets the tuned_lens procedure's windows (of lens.seq_len tok
 every budget; the certified lens is the config's recipe and keeps lens.batch_size.
 """
 from tying.errors import PipelineError
-from tying.plan.pairs import schedule
+from tying.plan.runs import schedule
 
-TABLE = "results/tables/c3_by_lens"
-FIGURE = "figures/c3_by_lens.pdf"
+TABLE = "results/tables/lens_budget"
+FIGURE = "figures/lens_budget.pdf"
 # What a comparison's two runs may differ in, as `varies` names it, in the order the text gives them.
 FACETS = {"tying": "tying", "start": "the initialisation", "batches": "the batches (data order)",
           "length": "the training length", "arch": "the architecture", "scale": "the input-path gradient scale"}
@@ -34,7 +34,7 @@ def built(config):
     return bool(config.get("lens_budget", {}).get("comparisons"))
 
 
-def budget_seeds(config, spec=None):
+def comparison_seeds(config, spec=None):
     """The seeds a comparison (`spec`; None: any without its own) is measured on: its `seeds`, else the section's,
     else the config's."""
     own = (spec or {}).get("seeds")
@@ -43,17 +43,17 @@ def budget_seeds(config, spec=None):
 
 def run_at(config, ref, seed):
     """(arch, variant, seed, step) of a comparison's run `ref` for `seed`."""
-    step = ref.get("step", schedule(config, ref).final)
+    step = ref.get("step", schedule(config, ref["arch"]).final)
     return ref["arch"], ref["variant"], seed + ref.get("seed_offset", 0), step
 
 
 def comparisons(config):
     """Every (comparison, seed) as {"comparison", "seed", "a", "b"}, runs as `run_at` gives them, in config order."""
     return [{"comparison": name, "seed": seed, "a": run_at(config, spec["a"], seed), "b": run_at(config, spec["b"], seed)}
-            for name, spec in config["lens_budget"]["comparisons"].items() for seed in budget_seeds(config, spec)]
+            for name, spec in config["lens_budget"]["comparisons"].items() for seed in comparison_seeds(config, spec)]
 
 
-def budget_runs(config):
+def sweep_runs(config):
     """The runs the comparisons read, each once, sorted."""
     return sorted({comp[role] for comp in comparisons(config) for role in ("a", "b")})
 
@@ -70,8 +70,9 @@ def facts(config, ref):
     variant = config["variants"][ref["variant"]]
     offset = ref.get("seed_offset", 0)
     return {"tying": variant["tied"], "start": (offset, variant["tied"], variant.get("init_offset", 0)),
-            "batches": offset + variant.get("data_offset", 0), "length": ref.get("step", schedule(config, ref).final),
-            "arch": ref["arch"], "scale": variant.get("input_grad_scale", 1.0)}
+            "batches": offset + variant.get("data_offset", 0),
+            "length": ref.get("step", schedule(config, ref["arch"]).final), "arch": ref["arch"],
+            "scale": variant.get("input_grad_scale", 1.0)}
 
 
 def varies(config, spec):
@@ -111,6 +112,6 @@ def check(config):
             for key, known in (("arch", "architectures"), ("variant", "variants")):
                 if ref[key] not in config[known]:
                     raise PipelineError(f"{where}: {key} {ref[key]!r} is not in {known} ({', '.join(config[known])})")
-            steps = schedule(config, ref).checkpoints
+            steps = schedule(config, ref["arch"]).checkpoints
             if ref.get("step", steps[-1]) not in steps:
                 raise PipelineError(f"{where}: step {ref['step']} is not one of the run's exported steps {list(steps)}")

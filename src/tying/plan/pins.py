@@ -2,6 +2,8 @@
 so a config that names a branch warns before any job runs (pinning itself: tying.hub.revisions)."""
 import re
 
+from tying.plan.pairs import pair_refs
+
 COMMIT = re.compile(r"[0-9a-f]{40}")
 PIN_COMMAND = "python -m tying.hub.revisions pin CONFIG"
 
@@ -9,9 +11,12 @@ PIN_COMMAND = "python -m tying.hub.revisions pin CONFIG"
 def hub_references(config):
     """[(where, repo id, repo type, revision)] of the config's hub references: each pair's tied and
     untied hub model ("pairs.PAIR.ROLE") and an `hf` corpus ("corpus"); a missing revision is main."""
-    refs = [(f"pairs.{pair}.{role}", ref["hub"], "model", ref.get("revision") or "main")
-            for pair, roles in config.get("pairs", {}).items() for role, ref in roles.items()
-            if role in ("tied", "untied") and "hub" in ref]
+    refs = []
+    for pair in config.get("pairs", {}):
+        for role, ref in pair_refs(config, pair).items():
+            if ref.pin:
+                repo, revision = ref.pin
+                refs.append((f"pairs.{pair}.{role}", repo, "model", revision))
     corpus = config.get("corpus", {})
     if corpus.get("source") == "hf":
         refs.append(("corpus", corpus["path"], "dataset", corpus.get("revision") or "main"))

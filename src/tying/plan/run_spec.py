@@ -1,5 +1,5 @@
-"""A training run's spec and its learning-rate schedule, without torch: the DAG's planning (tying.plan.config's
-run_params, the regimes' size-free numbers) and the training loop (tying.train.loop) share one definition."""
+"""A training run's spec and its learning-rate schedule, without torch: the DAG's planning (tying.plan.run_params,
+the regimes' size-free numbers) and the training loop (tying.train.loop) share one definition."""
 import dataclasses
 import hashlib
 import json

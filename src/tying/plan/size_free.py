@@ -21,10 +21,12 @@ import sys
 from pathlib import Path
 
 from tying.errors import PipelineError
-from tying.plan.config import prepared, run_params
+from tying.plan.config import prepared
+from tying.plan.run_params import run_params
 from tying.plan.decay import no_gradient_level, total_decay
 from tying.plan.grid import olmo_params
-from tying.plan.pairs import claims_pairs
+from tying.plan.claims import claims_pairs
+from tying.plan.pairs import pair_refs
 from tying.plan.run_spec import RunSpec
 
 COLUMNS = {  # key: the table's header
@@ -42,10 +44,10 @@ def size_free(config, pair=None, corpus_tokens=None):
     tokens, for the passes (None: not known)."""
     pairs = config.get("pairs") or {}
     pair = pair or (claims_pairs(config) or list(pairs) or [None])[0]
-    if pair not in pairs or "arch" not in pairs[pair].get("tied", {}):
+    tied = pair_refs(config, pair).get("tied") if pair in pairs else None
+    if tied is None or not tied.trained:
         raise PipelineError(f"size-free numbers: {pair!r} is not a trained pair of the config")
-    ref = pairs[pair]["tied"]
-    run = run_params(config, ref["arch"], ref["variant"])
+    run = run_params(config, tied.arch, tied.variant)
     if run["family"] != "olmo":
         raise PipelineError(f"size-free numbers: pair {pair!r} is {run['family']}; parameters are counted for OLMo only")
     vocab = config["tokenizer"]["vocab_size"]
@@ -77,7 +79,7 @@ def regime_rows(regimes, launch_dir=".", builds=None):
     rows = []
     for regime in regimes:
         path, _, pair = regime.partition(":")
-        config = prepared(*([] if Path(path).name == "config.yaml" else [path]), launch_dir=launch_dir)
+        config = prepared(*([] if Path(path).name == "config.yaml" else [path]), launch_dir=launch_dir).config
         tokens = built_corpus_tokens(config, launch_dir if builds is None else builds)
         rows.append({"config": regime, **size_free(config, pair or None, tokens)})
     return rows

@@ -9,14 +9,14 @@ makes (figures/fig10.pdf) keeps snakemake's own "No rule to produce".
 """
 import re
 import string
-from pathlib import Path
 
+from tying.errors import PipelineError
 from tying.plan import c3_by_width, lens_budget
-from tying.plan.config import layered
-from tying.plan.grid import add_cells
-from tying.plan.pairs import checkpoint_groups, pair_seeds, trained
+from tying.plan.config import prepared
+from tying.plan.layers import CHECKOUT
+from tying.plan.pairs import pair_seeds, trained
+from tying.plan.runs import checkpoint_groups
 
-ROOT = Path(__file__).resolve().parents[3]
 COMMAND = ".venv/bin/snakemake --cores 2"
 
 # Each figure and table file, with the config key that enables it (`n`: the figure's or table's name).
@@ -29,7 +29,7 @@ NAMED = (
     (r"results/tables/c7_dose\.(?:csv|md)|figures/c7_dose\.pdf", "tables: {{c7_dose: <pair>}}"),
     (r"results/tables/c3_by_depth\.(?:csv|md)|figures/c3_by_depth\.pdf", "scaling: {{c3_by_depth: true}}"),
     (r"results/tables/c3_by_width\.(?:csv|md)|figures/c3_by_width\.pdf", "scaling: {{c3_by_width: true}}"),
-    (r"results/tables/c3_by_lens\.(?:parquet|md)|figures/c3_by_lens\.pdf", "lens_budget: {{comparisons: ...}}"),
+    (r"results/tables/lens_budget\.(?:parquet|md)|figures/lens_budget\.pdf", "lens_budget: {{comparisons: ...}}"),
     (r"results/tables/survey\.(?:csv|md)|figures/survey\.pdf", "survey: {{comparisons: ...}}"),
 )
 # The files of one pair's seed, and of one trained run's seed (and step), as the rules write them.
@@ -126,12 +126,15 @@ def refusal(config, target):
 
 
 def shipped_configs():
-    """{label: config} of config.yaml and of each configs/*.yaml laid over it, as `snakemake --configfile`
-    runs them, their scaling cells added as pairs."""
+    """{label: config} of config.yaml and of each configs/*.yaml laid over it, as `snakemake --configfile` runs them
+    (tying.plan.config.prepared), those the check refuses left out: they build nothing yet (configs/trajectory.yaml
+    until its trajectory is written)."""
     out = {}
-    for path in [None, *sorted((ROOT / "configs").glob("*.yaml"))]:
-        config = layered(ROOT / "config.yaml", [path] if path else [])
-        add_cells(config)
+    for path in [None, *sorted((CHECKOUT / "configs").glob("*.yaml"))]:
+        try:
+            config = prepared(*([path] if path else [])).config
+        except PipelineError:
+            continue
         out["config.yaml" if path is None else f"configs/{path.name}"] = config
     return out
 
@@ -141,7 +144,7 @@ def _has(config):
     training schedule (its architectures, every variant, every seed any pair or lens_budget run has, the steps
     exported) for RUN_PATHS."""
     pairs = [{"pair": [p], "seed": pair_seeds(config, p)} for p in config.get("pairs", {})]
-    budget = [run[2] for run in lens_budget.budget_runs(config)] if lens_budget.built(config) else []
+    budget = [run[2] for run in lens_budget.sweep_runs(config)] if lens_budget.built(config) else []
     seeds = sorted({*config["seeds"], *(s for entry in pairs for s in entry["seed"]), *budget})
     runs = [{"arch": archs, "variant": list(config["variants"]), "seed": seeds, "step": list(steps)}
             for steps, archs in checkpoint_groups(config).items() if archs]

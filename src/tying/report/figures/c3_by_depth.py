@@ -10,7 +10,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from tying import paper
-from tying.claims.depth import EARLY, STATE, paper_early
+from tying.claims.c3_by_depth import EARLY, STATE, paper_early
 from tying.errors import PipelineError
 from tying.report.figures import style
 
@@ -19,7 +19,7 @@ PANEL_COLUMNS = 2  # of (b)'s small panels
 
 
 def plot_c3_by_depth(table, path):
-    """Draw the C3-by-depth table (tying.claims.depth.c3_by_depth rows) as a two-part vector PDF: (a) the early-half
+    """Draw the C3-by-depth table (tying.claims.c3_by_depth.c3_by_depth rows) as a two-part vector PDF: (a) the early-half
     rows' mean and interval against layers (log axis), each depth's verdict above it, the paper's C3 at its 16
     layers as a star and the threshold (0) thin black; (b) one small panel a depth of the state rows' tied and
     untied KL against fraction (state / layers), the paper's FIG2_KL dashed behind, C3's early states shaded.

@@ -11,7 +11,7 @@ PAPER_DOSE = 5  # the paper's C7 values are its x5 run's
 
 
 def plot_c7_dose(table, path):
-    """Draw the dose table (tying.claims.dose.dose_table) as a three-panel vector PDF, each measure's mean and
+    """Draw the dose table (tying.claims.c7_dose.dose_table) as a three-panel vector PDF, each measure's mean and
     95% interval against the dose on a log axis, zero thin black. Returns the (closed) figure."""
     if table.empty:
         raise PipelineError("no C7 doses to plot")

@@ -10,7 +10,6 @@ from tying.claims.definitions import CLAIMS
 from tying.errors import PipelineError
 from tying.claims.exposure import ALL_TOKENS
 from tying.report.figures import style
-from tying.report.figures.claims_over_training import PANELS
 
 NCOLS = 3
 COLOURS = ["tied", "input", "output", "mixture"]  # the claims pair, then the controls (negative, positive, mixture)
@@ -70,7 +69,6 @@ def _panel(ax, rows, claim, colours):
     ax.set_xticks([stratum_x(lo, hi) for lo, hi in zip(strata["draws_low"], strata["draws_high"])],
                   strata["stratum"].tolist())
     ax.set_xlabel("draws", fontsize="x-small")
-    title, ylabel = PANELS.get(claim, (claim, "value"))
-    ax.set_title(title, fontsize="small")
-    ax.set_ylabel(ylabel, fontsize="x-small")
+    ax.set_title(CLAIMS[claim].title, fontsize="small")
+    ax.set_ylabel(CLAIMS[claim].unit, fontsize="x-small")
     ax.tick_params(labelsize="x-small")

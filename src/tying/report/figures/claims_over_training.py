@@ -10,13 +10,7 @@ from tying.claims.definitions import CLAIMS
 from tying.errors import PipelineError
 from tying.report.figures import style
 
-PANELS = {  # claim -> (panel title, y label)
-    "C1": ("C1: Out(U)→T − In(U)→T", "Δ mean cosine"),
-    "C2": ("C2: KNN@k Out − In", "Δ overlap (share)"),
-    "C4": ("C4: drift In − Out, untied", "Δ cosine to step 0"),
-    "C7a": ("C7a: x5 − tied, to In(U)", "Δ cosine"),
-    "C7b": ("C7b: x5 − tied, to Out(U)", "Δ cosine"),
-}
+DRAWN = ("C1", "C2", "C4", "C7a", "C7b")  # a pair's claim panels, in order (titles and units: CLAIMS)
 NCOLS = 2
 
 
@@ -31,7 +25,7 @@ def plot_claims_over_training(table, path, released=(), quality=None):
         raise PipelineError("no claims-over-training rows to plot")
     pairs = list(dict.fromkeys(table["pair"]))
     with_loss = set() if quality is None else set(quality["pair"])
-    claims = {p: ["loss"] * (p in with_loss) + [c for c in PANELS if c in set(table.loc[table["pair"] == p, "claim"])]
+    claims = {p: ["loss"] * (p in with_loss) + [c for c in DRAWN if c in set(table.loc[table["pair"] == p, "claim"])]
               for p in pairs}
     rows = [math.ceil(len(claims[p]) / NCOLS) for p in pairs]
     style.setup()
@@ -95,9 +89,8 @@ def _panel(ax, rows, pair, claim, released):
     if not math.isnan(CLAIMS[claim].paper_value):
         ax.axhline(CLAIMS[claim].paper_value, color="black", linestyle="--", linewidth=0.8)
     ax.axhline(CLAIMS[claim].threshold, color="black", linewidth=0.5)
-    title, ylabel = PANELS[claim]
-    ax.set_title(f"{pair} · {title}", fontsize="x-small")
-    ax.set_ylabel(ylabel, fontsize="x-small")
+    ax.set_title(f"{pair} · {CLAIMS[claim].title}", fontsize="x-small")
+    ax.set_ylabel(CLAIMS[claim].unit, fontsize="x-small")
     ax.tick_params(labelsize="xx-small")
     if released:
         ax.set_xscale("log")

@@ -20,25 +20,8 @@ from tying import paper
 from tying.claims.definitions import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.report.figures import style
-from tying.report.figures.claims_over_training import PANELS
 
 NCOLS = 3
-TITLES = {  # claim -> (panel title, x label: the statistic's unit)
-    "LM": ("LM: worst model − bigram table", "Δ validation loss (nats)"),
-    **PANELS,
-    "C1": ("C1: Out(U)→T − In(U)→T, held out", PANELS["C1"][1]),
-    "C3": ("C3: tuned-lens KL tied − untied, early", "Δ KL (bits)"),
-    "C3s0": ("C3s0: tuned-lens KL tied − untied, state 0", "Δ KL (bits)"),
-    "C5": ("C5: output share of tied gradient, early", "share"),
-    "C5p": ("C5p: C5 as the authors' code computes it", "share"),
-    "C6a": ("C6a: untied input norms flat", "spread of binned norms"),
-    "C6b": ("C6b: output, tied norms rise then fall", "min(rise, fall) − chance"),
-    "C6c": ("C6c: untied input norms near step 0", "largest relative change"),
-    "C7a": ("C7a: x5 − tied, to In(U), held out", PANELS["C7a"][1]),
-    "C7b": ("C7b: x5 − tied, to Out(U), held out", PANELS["C7b"][1]),
-    "C1cal": ("C1cal: C1 − the mixture control's", "Δ mean cosine"),
-    "C2cal": ("C2cal: C2 − the mixture control's", "Δ overlap (share)"),
-}
 VERDICT_COLOURS = {  # verdict (its start: "holds (one pair of models)" is "holds") -> colour, Okabe-Ito
     "holds": "#009e73", "does not hold": "#d55e00", "inconclusive": "#e69f00", "lens not converged": "#cc79a7",
     "not testable here": "#999999", "direction only": "#56b4e9",
@@ -116,10 +99,9 @@ def _panel(ax, rows, claim, builds, labelled):
     ax.plot([CLAIMS[claim].threshold] * 2, [-0.5, len(builds) + 0.5], color="black", linewidth=0.6,
             gid="threshold")
     ax.margins(x=0.08)
-    title, unit = TITLES.get(claim, (claim, "value"))
     criterion = CLAIMS[claim]
-    ax.set_title(title, fontsize="x-small", loc="left")
-    ax.set_xlabel(f"{unit}; holds if {criterion.direction} {criterion.threshold:g}", fontsize="xx-small")
+    ax.set_title(criterion.title, fontsize="x-small", loc="left")
+    ax.set_xlabel(f"{criterion.unit}; holds if {criterion.direction} {criterion.threshold:g}", fontsize="xx-small")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
     ax.set_yticks(range(len(builds) + 1), ["paper", *builds] if labelled else [])
     ax.tick_params(labelsize="xx-small", length=2)

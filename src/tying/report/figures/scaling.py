@@ -8,27 +8,15 @@ from matplotlib.patches import Patch
 from tying.claims.definitions import ALL_TOKENS, CLAIMS
 from tying.errors import PipelineError
 from tying.report.figures import style
-from tying.report.figures.claims_over_training import PANELS as TRAINING_PANELS
-from tying.claims.trajectory import tokens_label
+from tying.claims.claims_over_training import tokens_label
 
-PANELS = {  # claim -> (panel title, y label); C1, C2, C4, C7a and C7b as in claims over training
-    "LM": ("LM: worst model − bigram table", "Δ loss (nats)"),
-    **TRAINING_PANELS,
-    "C3": ("C3: early-layer lens KL, T − U", "Δ KL (bits)"),
-    "C3s0": ("C3s0: state-0 lens KL, T − U", "Δ KL (bits)"),
-    "C5": ("C5: output share of tied grad.", "share of ‖G‖"),
-    "C5p": ("C5p: C5 as the paper's code", "share of ‖G‖ (rolling)"),
-    "C6a": ("C6a: untied input norm spread", "(max − min) / median"),
-    "C6b": ("C6b: out./tied norm rise & fall", "share of peak norm"),
-    "C6c": ("C6c: untied input norm change", "max |final / step 0 − 1|"),
-}
 NCOLS = 3
 DODGE = 1.05  # budgets' points sit this factor apart along the log x axis, so equal sizes do not overlap
-BUDGET_COLOURS = ["#3b75af", "#d9a21b", "#d45d9b", "#4c9a5b", "#7f5fb0", "#8c6d4f"]
+STEPS_COLOURS = ["#3b75af", "#d9a21b", "#d45d9b", "#4c9a5b", "#7f5fb0", "#8c6d4f"]
 
 
 def plot_scaling(table, path):
-    """One panel per claim of the scaling table (sweep.size_sweep_table rows): the mean against the tied
+    """One panel per claim of the scaling table (tying.claims.scaling.scaling_table rows): the mean against the tied
     model's parameters (log axis), one line per token budget (steps), the Student-t interval as a band,
     the chance level dotted in the budget's colour, the paper's value dashed black, the claim's threshold
     thin black; each size's embedding share on the top axis. Comparable-token rows (a token_set other than
@@ -38,7 +26,7 @@ def plot_scaling(table, path):
         raise PipelineError("no scaling rows to plot")
     claims = [c for c in CLAIMS if c in set(table["claim"])]
     budgets = sorted(table["steps"].unique())
-    colours = dict(zip(budgets, BUDGET_COLOURS * (1 + len(budgets) // len(BUDGET_COLOURS))))
+    colours = dict(zip(budgets, STEPS_COLOURS * (1 + len(budgets) // len(STEPS_COLOURS))))
     n_rows = math.ceil(len(claims) / NCOLS)
     style.setup()
     fig, axes = plt.subplots(n_rows, NCOLS, figsize=(2 * style.COLUMN_WIDTH, 1.75 * n_rows + 0.5),
@@ -87,9 +75,8 @@ def _panel(ax, rows, claim, colours, first_row):
     if not math.isnan(CLAIMS[claim].paper_value):
         ax.axhline(CLAIMS[claim].paper_value, color="black", linestyle="--", linewidth=0.8)
     ax.axhline(CLAIMS[claim].threshold, color="black", linewidth=0.5)
-    title, ylabel = PANELS[claim]
-    ax.set_title(title, fontsize="x-small")
-    ax.set_ylabel(ylabel, fontsize="x-small")
+    ax.set_title(CLAIMS[claim].title, fontsize="x-small")
+    ax.set_ylabel(CLAIMS[claim].unit, fontsize="x-small")
     ax.set_xscale("log")
     sizes = rows.drop_duplicates("params").sort_values("params")
     ax.set_xticks(sizes["params"], [tokens_label(p) for p in sizes["params"]])

@@ -1,7 +1,7 @@
 """C3 against depth (scaling.c3_by_depth): each lens cell's tuned-lens KL gap, tied minus untied, over the early
 half of its states as the claims table gives it, and at every state.
 
-Input: the scaling table (tying.claims.sweep.size_sweep_table: each cell's C3 and LM rows of all analysed
+Input: the scaling table (tying.claims.scaling.scaling_table: each cell's C3 and LM rows of all analysed
 tokens) and the lens cells' tuned-lens metric (pair = the cell, role, seed, layer, lens, kl_bits). Output, per
 cell from shallow to deep: one "early half" row (states 0 .. ceil(L/2) - 1; the claims table's C3 with its
 interval over seeds and validation windows, its verdict, and the LM row's margin; the tied and untied KL are

@@ -18,7 +18,7 @@ from tying.lens.scoring import scoring_args, state_means, window_kl
 from tying.lens.unembed import Readout
 
 
-def budget_sweep(model, train, val, cfg, procedures, budgets, *, seed, batch_sizes=None):
+def sweep_lenses(model, train, val, cfg, procedures, budgets, *, seed, batch_sizes=None):
     """Held-out KL per state of each procedure's lens at each budget (the logit lens: once, at 0 steps).
 
     cfg: the config's `lens:` section (windows, the certified recipe, scoring); budgets: optimiser steps;

@@ -2,6 +2,25 @@
 # checkpoint a pair's models share. A trained pair: every train.checkpoints step of its tied, untied and
 # scaled runs, per seed. A released pair: the matched hub branches of its `trajectory` (written by
 # `python -m tying.hub.revisions match`), fetched as embeddings only by hub_embeddings.
+from tying.plan.claims_over_training import trajectory_models, trajectory_points, trajectory_variants
+
+
+def trajectory_inputs(pair, seed):
+    """Model directories by role, one per point (scaled: one per point and variant); a trained pair's
+    analysed tokens' draws at every checkpoint (each point keeps the tokens seen by then), their per-token
+    drifts (C4) and its models' quality (LM)."""
+    inputs = trajectory_models(config, pair, seed)
+    if not trained(config, pair):
+        return inputs
+    return inputs | {"by_step": expand(rules.token_set.output.by_step, pair=pair, seed=seed)[0],
+                     "evolution": expand(rules.evolution.output.tokens, pair=pair, seed=seed)[0],
+                     "quality": expand(rules.quality.output[0], pair=pair, seed=seed)[0]}
+
+
+def claims_over_training_pairs():
+    """The pairs tables.claims_over_training names (if_built: a config without it ends the run)."""
+    return table_pairs("claims_over_training")
+
 
 rule trajectory:
     input:
@@ -13,7 +32,7 @@ rule trajectory:
         points=lambda w: trajectory_points(config, w.pair),
         variants=lambda w: trajectory_variants(config, w.pair),
         analysis=lambda w: analysis_params(config, w.pair, "rows", "held_out", "split_seed"),
-        k=config["analysis"]["knn_k"],
+        knn_k=config["analysis"]["knn_k"],
         approximate=config["analysis"]["knn_approximate"],
         min_count=config["analysis"]["min_count"],
         edges=config["analysis"]["exposure_edges"],

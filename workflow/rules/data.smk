@@ -1,5 +1,51 @@
-# One tokenization job per corpus shard, then a join that lists the shards' arrays (no copy); how often each run
+# The data: the corpus in `corpus.shards` shards, one job each (a cluster streams them in parallel), the
+# tokenizer, one tokenization job per shard, then a join that lists the shards' arrays (no copy); how often each run
 # shape drew each token, and each trained pair's analysed-token set from those counts.
+from tying.plan.pairs import drawn_steps, token_set_runs
+from tying.plan.runs import token_plan
+
+CORPUS_SHARDS = list(range(config["corpus"]["shards"]))
+
+
+def corpus_shards():
+    """Every corpus shard's documents file, in shard order."""
+    return expand(rules.corpus.output.documents, shard=CORPUS_SHARDS)
+
+
+rule corpus:
+    output:
+        documents="results/corpus/shard{shard}.parquet",
+    params:
+        corpus=config["corpus"],
+        shard=lambda w: int(w.shard),
+    log:
+        "logs/corpus/shard{shard}.log",
+    resources:
+        runtime=120,
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/corpus.py"
+
+
+rule tokenizer:
+    input:
+        documents=corpus_shards(),
+    output:
+        tokenizer=directory("results/tokenizer"),
+    params:
+        tokenizer=config["tokenizer"],
+    log:
+        "logs/tokenizer.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/tokenizer.py"
 
 
 rule tokens_shard:

@@ -1,7 +1,7 @@
 """C3 against the lens's budget: (a) C3 of the tying comparison per procedure (and batch) against lens steps, with
 the null pairs' C3 thin behind and the paper's +1.01 bits; (b) the tying comparison's state-0 KL, tied and untied,
 against the same steps, their floors as flat lines; (c) its gap at every state against the fraction of depth,
-one line per procedure, batch and budget, beside the paper's per-state gaps. All numbers from the C3-by-lens
+one line per procedure, batch and budget, beside the paper's per-state gaps. All numbers from the lens-budget
 tables (tying.claims.lens_budget)."""
 import math
 
@@ -15,11 +15,11 @@ from tying.report.figures import style
 PROCEDURE_COLOURS = {"tuned_lens": "#c0392b", "certified": "#2c3e50"}
 
 
-def plot_c3_by_lens(table, by_state, path):
-    """Draw the C3-by-lens table and its per-state gaps as a three-panel vector PDF, (a) and (b) above (log step
+def plot_lens_budget(table, by_state, path):
+    """Draw the lens-budget table and its per-state gaps as a three-panel vector PDF, (a) and (b) above (log step
     axes; the logit lens, 0 steps, a horizontal dotted line), (c) below. Returns the (closed) figure."""
     if table.empty:
-        raise PipelineError("no C3-by-lens rows to plot")
+        raise PipelineError("no lens-budget rows to plot")
     names = list(dict.fromkeys(table["comparison"]))
     trained = table[table["steps"] > 0]
     logit = table[table["procedure"] == "logit"]

@@ -33,7 +33,7 @@ TREND_COLUMNS = ["factor", "from_cell", "to_cell", "claim", "token_set", "change
                  "n_seeds", "trend"]
 
 
-def size_sweep_table(claims, cell_facts, seeds=None):
+def scaling_table(claims, cell_facts, seeds=None):
     """The tidy scaling table (COLUMNS) from {cell: claims table}, the cells' facts (one row per
     cell, tying.plan.grid.Cell.facts: cell, hidden_size, layers, steps, tokens, params, embedding_share, ...) and
     optionally {cell: seed table}. A claims table with a pair column contributes its rows of the pair named after the

@@ -1,0 +1,46 @@
+# C3 by state against width (scaling.c3_by_width; tying.plan.c3_by_width): each lens cell's logit and certified
+# lens, tuned-lens's optimiser at each lens_budget budget, the residual share and the models' margins
+# (tying.claims.c3_by_width), as results/tables/c3_by_width.{csv,md} and figures/c3_by_width.pdf.
+from tying.plan import c3_by_width
+from tying.plan.lens_budget import sweep_path
+
+
+def width_table_inputs(wildcards):
+    """The C3-by-width table's inputs (if_built: a config without scaling.c3_by_width ends the run): the lens
+    cells' lens metrics, their runs' lens_budget sweeps, residual shares and quality metrics."""
+    cells = [c["cell"] for c in if_built(f"{c3_by_width.TABLE}.csv", c3_by_width.width_cells(config))]
+    return {"lens": [f for c in cells for f in lens_metrics(c)],
+            "sweeps": [sweep_path(*run) for run in c3_by_width.width_runs(config)],
+            "share": [f for c in cells for f in lens_metrics(c, rules.residual_share.output[0])],
+            "quality": per_seed(rules.quality, cells)}
+
+
+rule c3_by_width_table:
+    input:
+        unpack(width_table_inputs),
+    output:
+        csv=report(f"{c3_by_width.TABLE}.csv", caption="../report/table.rst", category="Tables"),
+        md=f"{c3_by_width.TABLE}.md",
+    params:
+        cells=lambda w: c3_by_width.width_cells(config),
+        certified=lambda w: (config["lens"]["steps"],
+                             config["lens"]["steps"] * config["lens"]["batch_size"] * config["lens"]["seq_len"]),
+    log:
+        "logs/tables/c3_by_width.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_width_table.py"
+
+
+rule c3_by_width_figure:
+    input:
+        lambda w: if_built(c3_by_width.FIGURE, rules.c3_by_width_table.output.csv),
+    output:
+        report(c3_by_width.FIGURE, caption="../report/c3_by_width.rst", category="Figures"),
+    log:
+        "logs/figures/c3_by_width.log",
+    conda:
+        "../envs/tying.yaml"
+    script:
+        "../scripts/c3_by_width_figure.py"
