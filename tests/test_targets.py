@@ -73,8 +73,8 @@ def test_a_claims_target_whose_table_the_config_does_not_list_is_one_line(tmp_pa
 def test_a_seed_the_config_does_not_have_is_one_line_naming_the_seeds(tmp_path):
     line = refused(tmp_path, "results/metrics/knn/main/seed9.parquet")
     assert "it needs seeds: [0, 1, 2, 9]; no config in configs/ or config.yaml builds it" in line, line
-    line = refused(tmp_path, "results/metrics/lens/main/tied/seed3.parquet")  # the default config's four seeds
-    assert "it needs seeds: [0, 1, 2, 3]; config.yaml" in line, line
+    line = refused(tmp_path, "results/metrics/lens/main/tied/seed4.parquet")  # the default config's five seeds
+    assert "it needs seeds: [0, 1, 2, 4]; config.yaml" in line, line
 
 
 def test_a_step_the_config_does_not_export_is_one_line_naming_the_checkpoints(tmp_path):
