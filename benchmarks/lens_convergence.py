@@ -3,36 +3,40 @@
 For each checkpoint (a trained run of a build) trains a reference lens at `--reference-steps` (default
 4x the config's lens.steps, the config's recipe) and a lens for each parametrisation (`--coordinates`:
 plain, tuned-lens's translators; whitened, the same trained in whitened coordinates, lens.whiten; fisher,
-whitened on the output side too, lens.fisher) and
-budget (`--budgets`), all with the same seed (the same windows in the same order), and scores every
-lens on all the build's validation windows. Prints per state the held-out KL of each lens, its change from the reference, the largest,
-and the CPU seconds of training and scoring it; with a tied and an untied run of one seed, also C3
-(tied minus untied mean KL over the early states) of each and its change from the reference's.
+whitened on the output side too, lens.fisher) and budget (`--budgets`), all with the same seed (the same
+windows in the same order), and scores every lens on all the build's validation windows. Prints per state the
+held-out KL of each lens, its change from the reference, the largest, and the CPU seconds of training and
+scoring it; with a tied and an untied run of one seed, also C3 (tied minus untied mean KL over the early states)
+of each and its change from the reference's.
 The lens job's tolerance is 0.005 bits on every state (docs/statistics.md, C3).
 Usage: .venv/bin/python benchmarks/lens_convergence.py BUILD [--runs olmo/tied/seed0 olmo/untied/seed0]
 [--budgets 200 400 800] [--coordinates plain whitened fisher] [--reference-steps N] [--threads 1] [--record [NOTE]]
 BUILD: a directory where the default build (or its lens targets) ran, holding results/checkpoints
 and results/tokens; the recipe defaults to this checkout's config.yaml `lens:` section.
 """
+
 import argparse
 import time
 from pathlib import Path
 
 import pandas as pd
-import yaml
-
 import records
+import yaml
 from train_bench import gemm_peak
+
+from tying.data.tokens import load_ids
 from tying.lens.fitting import recipe, train_lens
 from tying.lens.scoring import early_states, evaluate_lens
 from tying.runtime import configure
-from tying.data.tokens import load_ids
 from tying.train.models import frozen_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.005
-COORDINATES = {"plain": {"whiten": False, "fisher": False}, "whitened": {"whiten": True, "fisher": False},
-               "fisher": {"whiten": True, "fisher": True}}
+COORDINATES = {
+    "plain": {"whiten": False, "fisher": False},
+    "whitened": {"whiten": True, "fisher": False},
+    "fisher": {"whiten": True, "fisher": True},
+}
 
 
 def timed_lens(model, train, val, cfg, steps, coordinates=None):
@@ -46,8 +50,12 @@ def timed_lens(model, train, val, cfg, steps, coordinates=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build", type=Path)
-    parser.add_argument("--runs", nargs="+", default=["olmo/tied/seed0", "olmo/untied/seed0"],
-                        help="arch/variant/seed of trained runs, read at the build's last training step")
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        default=["olmo/tied/seed0", "olmo/untied/seed0"],
+        help="arch/variant/seed of trained runs, read at the build's last training step",
+    )
     parser.add_argument("--budgets", nargs="+", type=int)
     parser.add_argument("--coordinates", nargs="+", choices=list(COORDINATES), default=list(COORDINATES))
     parser.add_argument("--reference-steps", type=int)
@@ -61,8 +69,10 @@ def main():
     budgets = args.budgets or [cfg["steps"] // 2, cfg["steps"], 2 * cfg["steps"]]
     tokens = args.build / "results" / "tokens"
     train, val = (load_ids(tokens / f"{split}.json", tokens / "meta.json") for split in ("train", "val"))
-    print(f"lens recipe: {recipe(cfg)}; reference {reference_steps} steps of it; "
-          f"{len(val) // cfg['seq_len']} validation windows; tolerance {TOLERANCE} bits")
+    print(
+        f"lens recipe: {recipe(cfg)}; reference {reference_steps} steps of it; "
+        f"{len(val) // cfg['seq_len']} validation windows; tolerance {TOLERANCE} bits"
+    )
     early, kl, recorded = None, {}, []
     for run in args.runs:
         model = frozen_model(args.build / "results" / "checkpoints" / run / f"step{build['train']['steps']}")
@@ -81,19 +91,37 @@ def main():
         print("max |change|: " + ", ".join(f"{k} {v:.4f}{' ok' if v <= TOLERANCE else ''}" for k, v in worst.items()))
         print("CPU s (train + score): " + ", ".join(f"{k} {v:.1f}" for k, v in costs.items()))
         named = table.rename(columns={"reference": f"reference {reference_steps}"})
-        recorded.append((run, [(f"KL state {state}, {lens}", round(value, 4), "bits")
-                               for lens in named for state, value in named[lens].items()]))
+        recorded.append(
+            (
+                run,
+                [
+                    (f"KL state {state}, {lens}", round(value, 4), "bits")
+                    for lens in named
+                    for state, value in named[lens].items()
+                ],
+            )
+        )
     tied = [r for r in args.runs if "/tied/" in r]
     untied = [r for r in args.runs if "/untied/" in r]
     if tied and untied:
         c3 = kl[tied[0]].loc[early].mean() - kl[untied[0]].loc[early].mean()
-        print(f"\nC3 ({tied[0]} minus {untied[0]}, early states {early}): "
-              + ", ".join(f"{k} {v:+.4f}" for k, v in c3.items()))
-        print("C3 change from the reference: "
-              + ", ".join(f"{k} {v - c3['reference']:+.4f}" for k, v in c3.items() if k != "reference"))
-        recorded.append((f"C3, {tied[0]} minus {untied[0]}",
-                         [(f"C3, {k if k != 'reference' else f'reference {reference_steps}'}", round(v, 4), "bits")
-                          for k, v in c3.items()]))
+        print(
+            f"\nC3 ({tied[0]} minus {untied[0]}, early states {early}): "
+            + ", ".join(f"{k} {v:+.4f}" for k, v in c3.items())
+        )
+        print(
+            "C3 change from the reference: "
+            + ", ".join(f"{k} {v - c3['reference']:+.4f}" for k, v in c3.items() if k != "reference")
+        )
+        recorded.append(
+            (
+                f"C3, {tied[0]} minus {untied[0]}",
+                [
+                    (f"C3, {k if k != 'reference' else f'reference {reference_steps}'}", round(v, 4), "bits")
+                    for k, v in c3.items()
+                ],
+            )
+        )
     if args.record is not None:
         peak = gemm_peak(1)[1]
         for setting, figures in recorded:

@@ -13,24 +13,26 @@ exporting checkpoints. At `--marks` evenly spaced steps it prints the validation
 validation batches, the unigram and bigram tables' (tying.metrics.baselines) and the margin, with the training CPU
 seconds so far; with --record, the last mark's figures go to benchmarks/records.csv.
 """
+
 import argparse
 import json
 import time
 from pathlib import Path
 
+import records
 import torch
 import yaml
-
-import records
 from train_bench import gemm_peak
-from tying.metrics.baselines import count_baselines
+
 from tying.data.batches import eval_batches, train_batch
+from tying.data.tokens import load_ids
+from tying.metrics.baselines import count_baselines
 from tying.plan.config import prepared
 from tying.plan.run_params import run_params
-from tying.runtime import configure
-from tying.data.tokens import load_ids
 from tying.plan.run_spec import RunSpec
+from tying.runtime import configure
 from tying.train.loop import build, evaluate
+
 
 def settings_overlay(settings):
     """{section: {key: value}} of each SECTION.KEY=VALUE of `settings` (VALUE read as YAML): an overlay, as --config
@@ -59,16 +61,25 @@ def main():
     config = prepared(*args.config, overrides=settings_overlay(args.settings)).config
     meta = json.loads((args.tokens / "meta.json").read_text())
     train, val = (load_ids(args.tokens / f"{split}.json", args.tokens / "meta.json") for split in ("train", "val"))
-    spec = RunSpec.from_dict({**run_params(config, args.arch, args.variant), "seed": args.seed,
-                              "vocab_size": meta["vocab_size"], "eos_id": meta["eos_id"]})
+    spec = RunSpec.from_dict(
+        {
+            **run_params(config, args.arch, args.variant),
+            "seed": args.seed,
+            "vocab_size": meta["vocab_size"],
+            "eos_id": meta["eos_id"],
+        }
+    )
     marks = sorted({round(spec.steps * (i + 1) / args.marks) for i in range(args.marks)})
-    tables = count_baselines(train, val, spec.vocab_size, (0, spec.steps, spec.batch_size, spec.seq_len),
-                             spec.eval_batches, marks).set_index("step")
+    tables = count_baselines(
+        train, val, spec.vocab_size, (0, spec.steps, spec.batch_size, spec.seq_len), spec.eval_batches, marks
+    ).set_index("step")
     model, tap, opt, sched = build(spec, "cpu")
     batches = eval_batches(val, spec.eval_batches, spec.batch_size, spec.seq_len)
-    print(f"{spec.family} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size} {args.variant}, "
-          f"{spec.steps} steps of {spec.batch_size}x{spec.seq_len}, lr {spec.lr}, warmup {spec.warmup}; "
-          f"{len(train):,} training tokens ({spec.steps * spec.batch_size * spec.seq_len / len(train):.2f} passes)")
+    print(
+        f"{spec.family} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size} {args.variant}, "
+        f"{spec.steps} steps of {spec.batch_size}x{spec.seq_len}, lr {spec.lr}, warmup {spec.warmup}; "
+        f"{len(train):,} training tokens ({spec.steps * spec.batch_size * spec.seq_len / len(train):.2f} passes)"
+    )
     print(f"{'step':>6} {'val loss':>9} {'bigram':>7} {'margin':>7} {'unigram':>8} {'CPU s':>7} {'tok/CPU s':>10}")
     cpu = 0.0
     for step in range(1, spec.steps + 1):
@@ -86,14 +97,22 @@ def main():
         cpu += time.process_time() - start
         if step in marks:
             val_loss, row = evaluate(model, batches, "cpu"), tables.loc[step]
-            print(f"{step:>6} {val_loss:>9.3f} {row.bigram_loss:>7.3f} {val_loss - row.bigram_loss:>+7.3f} "
-                  f"{row.unigram_loss:>8.3f} {cpu:>7.1f} {step * spec.batch_size * spec.seq_len / cpu:>10,.0f}")
+            print(
+                f"{step:>6} {val_loss:>9.3f} {row.bigram_loss:>7.3f} {val_loss - row.bigram_loss:>+7.3f} "
+                f"{row.unigram_loss:>8.3f} {cpu:>7.1f} {step * spec.batch_size * spec.seq_len / cpu:>10,.0f}"
+            )
     if args.record is not None:
-        figures = [("val loss", round(val_loss, 3), "nats"), ("bigram table", round(row.bigram_loss, 3), "nats"),
-                   ("margin", round(val_loss - row.bigram_loss, 3), "nats"), ("training CPU", round(cpu), "s"),
-                   ("tokens per CPU second", round(spec.steps * spec.batch_size * spec.seq_len / cpu), "tokens/s")]
-        setting = (f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size}, "
-                   f"{spec.steps} steps, lr {spec.lr}, warmup {spec.warmup}, seed {spec.seed}")
+        figures = [
+            ("val loss", round(val_loss, 3), "nats"),
+            ("bigram table", round(row.bigram_loss, 3), "nats"),
+            ("margin", round(val_loss - row.bigram_loss, 3), "nats"),
+            ("training CPU", round(cpu), "s"),
+            ("tokens per CPU second", round(spec.steps * spec.batch_size * spec.seq_len / cpu), "tokens/s"),
+        ]
+        setting = (
+            f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={spec.vocab_size}, "
+            f"{spec.steps} steps, lr {spec.lr}, warmup {spec.warmup}, seed {spec.seed}"
+        )
         records.append(figures, peak=gemm_peak(1)[1], setting=setting, note=args.record)
 
 

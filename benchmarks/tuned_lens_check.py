@@ -20,6 +20,7 @@ With --folders, the other direction too: the package loads each run's lens as th
 format (`results/lens/main/{role}/seed{N}.tuned-lens`, `TunedLens.from_model_and_pretrained`) and scores it with
 its own forward, beside our reading of the same folder (`load_tuned_lens`, window_kl).
 """
+
 import argparse
 import sys
 import types
@@ -27,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import records
 import torch
 import yaml
-
-import records
 from train_bench import gemm_peak
+
 from tying.data.tokens import load_ids
 from tying.lens.fitting import train_lens
 from tying.lens.procedures import procedure_recipe
@@ -49,14 +50,16 @@ def package(path):
     """tuned-lens's TunedLens, Unembed and Optimizer, imported from `path` with torchdata stubbed."""
     sys.path.insert(0, str(path))
     stub = types.ModuleType("torchdata")
-    stub.dataloader2 = types.SimpleNamespace(DataLoader2=object, MultiProcessingReadingService=object,
-                                             DistributedReadingService=object)
+    stub.dataloader2 = types.SimpleNamespace(
+        DataLoader2=object, MultiProcessingReadingService=object, DistributedReadingService=object
+    )
     stub.datapipes = types.SimpleNamespace()
     sys.modules.setdefault("torchdata", stub)
     from tuned_lens import model_surgery
     from tuned_lens.nn.lenses import TunedLens as PackageLens
     from tuned_lens.nn.unembed import Unembed
     from tuned_lens.scripts.ingredients import Optimizer
+
     model_surgery.get_final_norm = final_norm  # its table predates OLMo
     return PackageLens, Unembed, Optimizer
 
@@ -128,27 +131,49 @@ def main():
         model = frozen_model(args.build / "results" / "checkpoints" / run / f"step{build['train']['steps']}")
         seed = int(run.rsplit("seed", 1)[1])
         for steps in args.budgets:
-            lenses = {"ours": train_lens(model, train, **procedure_recipe("tuned_lens", cfg, steps), seed=seed),
-                      "tuned-lens 0.2": package_lens(model, train, cfg, steps, seed, classes)}
-            kl = pd.DataFrame({name: state_means(window_kl(model, lens, val, **scoring, logit=False))
-                              .set_index("layer")["kl_bits"] for name, lens in lenses.items()})
+            lenses = {
+                "ours": train_lens(model, train, **procedure_recipe("tuned_lens", cfg, steps), seed=seed),
+                "tuned-lens 0.2": package_lens(model, train, cfg, steps, seed, classes),
+            }
+            kl = pd.DataFrame(
+                {
+                    name: state_means(window_kl(model, lens, val, **scoring, logit=False)).set_index("layer")["kl_bits"]
+                    for name, lens in lenses.items()
+                }
+            )
             gap = (kl["ours"] - kl["tuned-lens 0.2"]).abs().max()
-            print(f"\n{run}, {steps} steps: held-out KL (bits) by state\n{kl.round(5).to_string()}\n"
-                  f"largest |difference| {gap:.2e} bits")
+            print(
+                f"\n{run}, {steps} steps: held-out KL (bits) by state\n{kl.round(5).to_string()}\n"
+                f"largest |difference| {gap:.2e} bits"
+            )
             trained.append(gap)
         folder = args.build / "results" / "lens" / "main" / run.split("/")[1] / f"seed{seed}.tuned-lens"
         if args.folders:
             ours = state_means(window_kl(model, load_tuned_lens(folder, model), val, **scoring, logit=False))
-            kl = pd.DataFrame({"ours": ours.set_index("layer")["kl_bits"],
-                               "tuned-lens 0.2": package_folder_kl(model, folder, val, cfg, classes)}).dropna()
+            kl = pd.DataFrame(
+                {
+                    "ours": ours.set_index("layer")["kl_bits"],
+                    "tuned-lens 0.2": package_folder_kl(model, folder, val, cfg, classes),
+                }
+            ).dropna()
             gap = (kl["ours"] - kl["tuned-lens 0.2"]).abs().max()
-            print(f"\n{folder}, loaded by both: held-out KL (bits) by state\n{kl.round(5).to_string()}\n"
-                  f"largest |difference| {gap:.2e} bits")
+            print(
+                f"\n{folder}, loaded by both: held-out KL (bits) by state\n{kl.round(5).to_string()}\n"
+                f"largest |difference| {gap:.2e} bits"
+            )
             loaded.append(gap)
-    figures = [(f"largest |KL difference|, ours vs the package, {' and '.join(map(str, args.budgets))} steps",
-                float(f"{max(trained):.3g}"), "bits")]
-    figures += [("largest |KL difference|, the build's lens folders read by both", float(f"{max(loaded):.3g}"), "bits")
-                ] if loaded else []
+    figures = [
+        (
+            f"largest |KL difference|, ours vs the package, {' and '.join(map(str, args.budgets))} steps",
+            float(f"{max(trained):.3g}"),
+            "bits",
+        )
+    ]
+    figures += (
+        [("largest |KL difference|, the build's lens folders read by both", float(f"{max(loaded):.3g}"), "bits")]
+        if loaded
+        else []
+    )
     print("\n" + "; ".join(f"{name}: {value:.3g} {unit}" for name, value, unit in figures))
     if args.record is not None:
         records.append(figures, peak=gemm_peak(1)[1], setting=" and ".join(args.runs), note=args.record)

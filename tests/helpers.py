@@ -1,13 +1,14 @@
 """What only the tests need from the package's building blocks: a corpus read whole, in-memory
 tokenization, raw id arrays, the tying check on a model, the paper's gradient-flow summary."""
+
 import pandas as pd
 import torch.nn.functional as F
 
 from tying.data.corpus import split_of
-from tying.errors import PipelineError
-from tying.io import atomic_path
 from tying.data.shards import shard_documents
 from tying.data.tokens import dtype_for, tokenize_batches
+from tying.errors import PipelineError
+from tying.io import atomic_path
 
 
 def build_corpus(corpus):
@@ -17,8 +18,10 @@ def build_corpus(corpus):
         raise PipelineError(f"corpus source {corpus['source']!r} produced no documents")
     frame["split"] = [split_of(d, corpus.get("val_fraction", 0.05)) for d in frame["doc_id"]]
     if not (frame["split"] == "val").any() or not (frame["split"] == "train").any():
-        raise PipelineError(f"corpus of {len(frame)} documents is too small to split at val_fraction "
-                            f"{corpus.get('val_fraction', 0.05)}")
+        raise PipelineError(
+            f"corpus of {len(frame)} documents is too small to split at val_fraction "
+            f"{corpus.get('val_fraction', 0.05)}"
+        )
     return frame
 
 

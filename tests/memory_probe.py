@@ -3,6 +3,7 @@
 
     python tests/memory_probe.py METRIC MODEL_DIR...   (alignment, knn: untied tied; evolution: checkpoints)
 """
+
 import json
 import resource
 import sys
@@ -10,8 +11,8 @@ import sys
 import pandas as pd
 import torch
 
-from tying.metrics.alignment import alignment_frame
 from tying.checkpoints.embeddings import load_embeddings
+from tying.metrics.alignment import alignment_frame
 from tying.metrics.evolution import evolution_frames
 from tying.metrics.knn_overlap import knn_frame
 from tying.metrics.norm_frequency import norm_frequency_frame

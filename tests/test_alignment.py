@@ -3,17 +3,17 @@ import math
 import pytest
 import torch
 
-from tying.metrics.alignment import (
-                                     MAPS,
-                                     alignment_cosines,
-                                     alignment_frame,
-                                     least_squares,
-                                     procrustes,
-                                     row_cosines,
-                                     scaling_frame,
-                                     )
 from tying.checkpoints.embeddings import Embeddings
 from tying.errors import PipelineError
+from tying.metrics.alignment import (
+    MAPS,
+    alignment_cosines,
+    alignment_frame,
+    least_squares,
+    procrustes,
+    row_cosines,
+    scaling_frame,
+)
 
 
 def rotation(d, seed):
@@ -88,7 +88,7 @@ def test_held_out_rows_are_centred_on_the_fit_rows_means():
     s, t = matrix(v, d, 20), matrix(v, d, 21)
     t = t + 0.5 * s @ rotation(d, 22).float()
     order = torch.randperm(v, generator=torch.Generator().manual_seed(0))
-    test_rows = order[v - round(held_out * v):]
+    test_rows = order[v - round(held_out * v) :]
     s[test_rows] += 2.0
     t[test_rows] -= 1.5
     cos, ids = alignment_cosines({"c": (s, t)}, maps=("identity", "orthogonal", "linear"), held_out=held_out)
@@ -98,8 +98,11 @@ def test_held_out_rows_are_centred_on_the_fit_rows_means():
         ms, mt = s64[centre_rows].mean(0), t64[centre_rows].mean(0)
         sf, tf = s64[fit_rows] - s64[fit_rows].mean(0), t64[fit_rows] - t64[fit_rows].mean(0)
         u, _, vh = torch.linalg.svd(tf.T @ sf)
-        maps = {"identity": torch.eye(d, dtype=torch.float64), "orthogonal": (u @ vh).T,
-                "linear": torch.linalg.lstsq(sf, tf).solution}
+        maps = {
+            "identity": torch.eye(d, dtype=torch.float64),
+            "orthogonal": (u @ vh).T,
+            "linear": torch.linalg.lstsq(sf, tf).solution,
+        }
         sh, th = s64[ids["held_out"]] - ms, t64[ids["held_out"]] - mt
         for name, m in maps.items():
             expected = torch.nn.functional.cosine_similarity(sh @ m, th, dim=1).float()
@@ -178,8 +181,16 @@ def pair(v=400, d=12, tokens=None):
 def test_alignment_frame_rows_and_values():
     untied, tied = pair()
     frame = alignment_frame(untied, tied)
-    assert list(frame.columns) == ["comparison", "map", "scored", "target", "token_id", "cosine", "n_tokens",
-                                   "cross_tokenizer"]
+    assert list(frame.columns) == [
+        "comparison",
+        "map",
+        "scored",
+        "target",
+        "token_id",
+        "cosine",
+        "n_tokens",
+        "cross_tokenizer",
+    ]
     assert len(frame) == 3 * 4 * 2 * (400 + 80)
     assert (frame["n_tokens"] == 400).all() and not frame["cross_tokenizer"].any()
     true = frame[frame["target"] == "true"]

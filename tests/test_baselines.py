@@ -1,12 +1,13 @@
 """Count-table baselines: what a run's model must beat before its claims describe a language model."""
+
 import math
 
 import numpy as np
 import pytest
 
+from tying.data.batches import train_batch
 from tying.metrics import baselines
 from tying.metrics.baselines import count_baselines, validation_pairs
-from tying.data.batches import train_batch
 
 V, SEQ, BATCH = 12, 32, 16
 
@@ -88,8 +89,10 @@ def test_the_interpolation_weight_is_chosen_without_the_validation_tokens(chain)
 def test_the_weight_trusts_the_bigram_as_far_as_held_out_training_tokens_do():
     deterministic = np.tile(np.arange(V), 2_000).astype(np.uint16)  # each token fixes the next one
     memoryless = np.random.default_rng(3).integers(0, V, 24_000).astype(np.uint16)
-    weights = {name: count_baselines(ids, ids[:8 * BATCH * SEQ + 1], V, (0, 40, BATCH, SEQ), 8, [40])
-               ["bigram_weight"].iloc[0] for name, ids in (("deterministic", deterministic), ("memoryless", memoryless))}
+    weights = {
+        name: count_baselines(ids, ids[: 8 * BATCH * SEQ + 1], V, (0, 40, BATCH, SEQ), 8, [40])["bigram_weight"].iloc[0]
+        for name, ids in (("deterministic", deterministic), ("memoryless", memoryless))
+    }
     assert weights["deterministic"] > 0.99 and weights["memoryless"] < 0.2
 
 
@@ -112,7 +115,7 @@ def test_a_corpus_baseline_counts_every_training_window_once(chain):
     train, val, _, _ = chain
     row = baselines.corpus_baselines(train, val, V, 8, BATCH, SEQ).iloc[0]
     n = (len(train) - 1) // SEQ
-    windows = np.stack([train[w * SEQ:(w + 1) * SEQ + 1].astype(np.int64) for w in range(n)])
+    windows = np.stack([train[w * SEQ : (w + 1) * SEQ + 1].astype(np.int64) for w in range(n)])
     pairs = np.zeros((V, V))
     np.add.at(pairs, (windows[:, :-1].ravel(), windows[:, 1:].ravel()), 1)
     unigram = (pairs.sum(axis=0) + 1) / (pairs.sum() + V)

@@ -1,5 +1,6 @@
 """benchmarks/records.csv and docs/benchmarks.md's table of it: the table is the one the records give, every
 record is well formed, and the scripts' append path writes rows the table reads."""
+
 import csv
 import re
 import sys
@@ -16,13 +17,14 @@ UNRECORDED = "slower: AMD EPYC, AVX-512 not recorded"  # migrated records whose 
 def page_table():
     text = (ROOT / "docs" / "benchmarks.md").read_text()
     start, end = text.index(records.TABLE_START), text.index(records.TABLE_END)
-    return text[start + len(records.TABLE_START):end].strip("\n") + "\n"
+    return text[start + len(records.TABLE_START) : end].strip("\n") + "\n"
 
 
 def test_the_page_shows_the_table_of_the_records():
     assert page_table() == records.table(records.read()), (
         "docs/benchmarks.md's table differs from the records: paste `.venv/bin/python benchmarks/records.py "
-        "--table` between its markers")
+        "--table` between its markers"
+    )
 
 
 def test_the_page_is_at_most_150_lines():
@@ -55,29 +57,56 @@ def test_the_table_shows_the_latest_record_of_each_figure_and_class():
 
 
 def rows(**changes):
-    base = {"date": "2026-12-01", "commit": "aaaaaaa", "script": "train_bench.py", "machine": records.FASTER,
-            "peak_gflops": "200.0", "setting": "s", "figure": "step CPU", "value": "50", "unit": "ms",
-            "command": "c", "note": ""}
+    base = {
+        "date": "2026-12-01",
+        "commit": "aaaaaaa",
+        "script": "train_bench.py",
+        "machine": records.FASTER,
+        "peak_gflops": "200.0",
+        "setting": "s",
+        "figure": "step CPU",
+        "value": "50",
+        "unit": "ms",
+        "command": "c",
+        "note": "",
+    }
     return {**base, **changes}
 
 
 def test_latest_takes_the_later_date_then_the_later_row_and_only_the_three_classes():
-    found = records.latest([rows(value="1", date="2026-12-02"), rows(value="2"), rows(value="3", date="2026-12-02"),
-                            rows(value="4", machine=UNRECORDED), rows(value="5", machine=records.SLOWER_BF16)])
+    found = records.latest(
+        [
+            rows(value="1", date="2026-12-02"),
+            rows(value="2"),
+            rows(value="3", date="2026-12-02"),
+            rows(value="4", machine=UNRECORDED),
+            rows(value="5", machine=records.SLOWER_BF16),
+        ]
+    )
     assert [(r["machine"], r["value"]) for r in found] == [(records.FASTER, "3"), (records.SLOWER_BF16, "5")]
 
 
 def test_append_writes_rows_the_reader_and_the_table_take(tmp_path):
     path = tmp_path / "records.csv"
-    stamp = dict(path=path, date="2026-12-04", commit="0962d4c", machine=records.SLOWER_BF16, script="dag_bench.py",
-                 command=".venv/bin/python benchmarks/dag_bench.py --record")
+    stamp = dict(
+        path=path,
+        date="2026-12-04",
+        commit="0962d4c",
+        machine=records.SLOWER_BF16,
+        script="dag_bench.py",
+        command=".venv/bin/python benchmarks/dag_bench.py --record",
+    )
     records.append([("no-op all", 2.87, "s"), ("all / trivial", 1.0, "")], peak=88.66, note="busy", **stamp)
     records.append([("bytes read", 8400000, "bytes")], peak=None, setting="hub", **stamp)
     lines = path.read_text().splitlines()
     assert lines[0] == ",".join(records.FIELDS) and len(lines) == 4  # one header
     first, second, third = records.read(path)
     assert (first["date"], first["commit"], first["machine"], first["peak_gflops"]) == (
-        "2026-12-04", "0962d4c", records.SLOWER_BF16, "88.7")
+        "2026-12-04",
+        "0962d4c",
+        records.SLOWER_BF16,
+        "88.7",
+    )
     assert (first["figure"], first["value"], first["unit"]) == ("no-op all", "2.87", "s")
     assert second["value"] == "1.0" and third["value"] == "8400000" and third["peak_gflops"] == ""
     assert re.fullmatch(r"busy; load average \d+\.\d", first["note"])

@@ -1,5 +1,6 @@
 """C3 state by state: the claims table's C3s0 row (tied minus untied KL at state 0, above the floors, against the
 matched null), and the per-state gaps of the lens-budget and depth tables beside the paper's."""
+
 import math
 
 import numpy as np
@@ -29,19 +30,39 @@ def planted(role, seed):
 def lens_frames():
     """(lens metric, per-window frame, null metric) of the planted pair."""
     offsets = np.linspace(-0.05, 0.05, N_WINDOWS)
-    windows = pd.DataFrame([
-        {"pair": "main", "role": role, "seed": s, "window": w, "layer": layer, "kl_bits": kl + offsets[w] * (layer < 4),
-         "kl_check_bits": kl + offsets[w] if layer < 2 else np.nan, "check_step": 300, "steps": 400}
-        for role in ("tied", "untied") for s in SEEDS for w in range(N_WINDOWS)
-        for layer, kl in enumerate(planted(role, s))])
+    windows = pd.DataFrame(
+        [
+            {
+                "pair": "main",
+                "role": role,
+                "seed": s,
+                "window": w,
+                "layer": layer,
+                "kl_bits": kl + offsets[w] * (layer < 4),
+                "kl_check_bits": kl + offsets[w] if layer < 2 else np.nan,
+                "check_step": 300,
+                "steps": 400,
+            }
+            for role in ("tied", "untied")
+            for s in SEEDS
+            for w in range(N_WINDOWS)
+            for layer, kl in enumerate(planted(role, s))
+        ]
+    )
     metric = windows.groupby(["pair", "role", "seed", "layer"])["kl_bits"].mean().reset_index()
-    metric = metric.assign(lens="tuned", model=metric["role"].map({"tied": "olmo/tied", "untied": "olmo/untied"}),
-                           floor_bits=[FLOORS[r][0](s) for r, s in zip(metric["role"], metric["seed"])],
-                           readout_floor_bits=metric["role"].map({r: f[1] for r, f in FLOORS.items()}))
+    metric = metric.assign(
+        lens="tuned",
+        model=metric["role"].map({"tied": "olmo/tied", "untied": "olmo/untied"}),
+        floor_bits=[FLOORS[r][0](s) for r, s in zip(metric["role"], metric["seed"])],
+        readout_floor_bits=metric["role"].map({r: f[1] for r, f in FLOORS.items()}),
+    )
     untied = metric[metric["role"] == "untied"]
-    null = untied.assign(role="null", model="olmo/untied_b",
-                         kl_bits=untied["kl_bits"] + np.select([untied["layer"] == 0, untied["layer"] == 1],
-                                                               [0.01 * (untied["seed"] + 1), 0.03], 0.0))
+    null = untied.assign(
+        role="null",
+        model="olmo/untied_b",
+        kl_bits=untied["kl_bits"]
+        + np.select([untied["layer"] == 0, untied["layer"] == 1], [0.01 * (untied["seed"] + 1), 0.03], 0.0),
+    )
     return metric, windows, null
 
 
@@ -55,18 +76,23 @@ def test_the_claims_tables_state_0_row_is_the_hand_computed_gap_with_its_floors_
     mean, low, high = mean_ci(gaps)  # the windows add nothing: both models share each window's offset
     assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((1.05, low, high))
     assert high - 1.05 == pytest.approx(4.302652729911275 * 0.05 / math.sqrt(3))
-    assert row["interval"] == ("Student-t 95% over 3 seeds and 95% bootstrap over 10 validation windows, "
-                               "half-widths in quadrature")
+    assert row["interval"] == (
+        "Student-t 95% over 3 seeds and 95% bootstrap over 10 validation windows, " "half-widths in quadrature"
+    )
     assert row["paper_value"] == pytest.approx(8.86 - 7.01) and row["verdict"] == "holds"
     # above the floors: gap - (0.5 + s/100 - 0.3) = 0.80, 0.84, 0.88
     above = [g - (0.2 + s / 100) for g, s in zip(gaps, SEEDS)]
     assert f"above the state-0 floors (KL - floor, tied minus untied): {format_interval(above)}" in row["detail"]
-    assert "floors tied 0.510, untied 0.300 bits, the readout's further floor tied 0.020, untied 0.010 bits" in \
-        row["detail"]
+    assert (
+        "floors tied 0.510, untied 0.300 bits, the readout's further floor tied 0.020, untied 0.010 bits"
+        in row["detail"]
+    )
     # the matched null at state 0: untied minus untied_b = -0.01 (s + 1)
     null_text = format_interval([-0.01 * (s + 1) for s in SEEDS])
-    assert (f"matched null (untied minus olmo/untied_b: another start, the same batches): {null_text} (Student-t 95% "
-            "over 3 seeds)") in row["detail"]
+    assert (
+        f"matched null (untied minus olmo/untied_b: another start, the same batches): {null_text} (Student-t 95% "
+        "over 3 seeds)"
+    ) in row["detail"]
     assert row["detail"].startswith("certified: along training (300 -> 400 steps), C3s0 change by seed 0: +0.0000")
     # C3 itself: the early half's mean, unchanged by the new row; its detail gives the matched null over states 0-1
     c3 = [(g + (1.0 - 1.2)) / 2 for g in gaps]

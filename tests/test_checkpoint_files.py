@@ -1,12 +1,13 @@
 """Exported and fetched weight files are checked against the digests recorded when they were written."""
+
 import json
 import stat
 
 import pytest
 import torch
-
 from conftest import tiny_model, word_tokenizer
 from hubfixtures import add_snapshot, use_hub_cache
+
 from tying.checkpoints.checkpoint_files import verify, weight_digests
 from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError
@@ -38,8 +39,9 @@ def test_a_truncated_weight_file_is_one_line_naming_it_and_its_rebuild(checkpoin
     weights = checkpoint / "model.safetensors"
     size = weights.stat().st_size
     weights.write_bytes(weights.read_bytes()[: size // 2])
-    message = (f"{weights}: {size // 2} bytes, but {size} were written (truncated or replaced)"
-               + rebuild_hint(checkpoint))
+    message = f"{weights}: {size // 2} bytes, but {size} were written (truncated or replaced)" + rebuild_hint(
+        checkpoint
+    )
     for read in (load_embeddings, frozen_model):
         with pytest.raises(PipelineError) as error:
             read(checkpoint)
@@ -54,8 +56,9 @@ def test_a_changed_byte_is_caught_by_the_digest_unless_only_sizes_are_asked_for(
     verify(checkpoint, digests=False)
     with pytest.raises(PipelineError) as error:
         load_embeddings(checkpoint)
-    assert str(error.value) == (f"{weights}: contents differ from the SHA-256 recorded when it was written"
-                                + rebuild_hint(checkpoint))
+    assert str(error.value) == (
+        f"{weights}: contents differ from the SHA-256 recorded when it was written" + rebuild_hint(checkpoint)
+    )
     monkeypatch.setattr("tying.checkpoints.checkpoint_files.DIGEST_LIMIT_BYTES", 100)  # too large to hash by default...
     verify(checkpoint)
     monkeypatch.setenv("TYING_VERIFY_DIGESTS", "1")  # ...unless asked for
@@ -110,7 +113,8 @@ def test_a_truncated_fetched_file_is_one_line(hub_cache, tmp_path, embeddings_on
     with pytest.raises(PipelineError) as error:
         (load_embeddings if embeddings_only else frozen_model)(dest)
     assert str(error.value) == f"{weights}: {size - 1} bytes, but {size} were written (truncated or replaced)" + (
-        rebuild_hint(dest))
+        rebuild_hint(dest)
+    )
 
 
 @pytest.mark.parametrize("embeddings_only", [True, False])

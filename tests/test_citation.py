@@ -3,6 +3,7 @@
 tests/cff-1.2.0.schema.json is the format's own schema (github.com/citation-file-format/
 citation-file-format, schema.json, CC BY 4.0), kept here so the check needs no network.
 """
+
 import json
 from pathlib import Path
 

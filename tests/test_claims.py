@@ -1,5 +1,6 @@
 """Claim statistics per seed, verdicts from Student-t intervals, and negative controls: for each
 claim, an input built so that the claim is false must not come out as "holds"."""
+
 import math
 
 import numpy as np
@@ -7,13 +8,13 @@ import pandas as pd
 import pytest
 import torch
 
+from tying.checkpoints.embeddings import Embeddings
 from tying.claims import definitions, report, verdicts
 from tying.claims import statistics as per_seed
 from tying.claims.side_by_side import read_claims
+from tying.errors import PipelineError
 from tying.metrics import norm_frequency
 from tying.metrics.alignment import alignment_frame, scaling_frame
-from tying.checkpoints.embeddings import Embeddings
-from tying.errors import PipelineError
 from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
 
@@ -53,11 +54,15 @@ def test_verdict_uses_the_claims_threshold_and_direction():
 def _lens(gaps, pair="main"):
     """A lens metric of a 2-block pair whose tuned-lens KL at the one early state (state 0) differs by
     `gaps[seed]` bits between tied and untied; the later states (1 and the final 2) are equal."""
-    return pd.DataFrame([
-        (pair, role, seed, layer, "tuned", kl + (gap if role == "tied" and layer == 0 else 0.0))
-        for seed, gap in enumerate(gaps) for role in ("tied", "untied")
-        for layer, kl in enumerate((3.0, 1.0, 0.0))
-    ], columns=["pair", "role", "seed", "layer", "lens", "kl_bits"])
+    return pd.DataFrame(
+        [
+            (pair, role, seed, layer, "tuned", kl + (gap if role == "tied" and layer == 0 else 0.0))
+            for seed, gap in enumerate(gaps)
+            for role in ("tied", "untied")
+            for layer, kl in enumerate((3.0, 1.0, 0.0))
+        ],
+        columns=["pair", "role", "seed", "layer", "lens", "kl_bits"],
+    )
 
 
 # --- negative controls built from real metric code on constructed matrices -------------------------------
@@ -72,8 +77,10 @@ def _pair(seed, tied_from):
 
 
 def _over_seeds(make, tied_from):
-    return pd.concat([with_ids(make(*_pair(s, tied_from)), {"pair": "main", "seed": s, "step": 300})
-                      for s in SEEDS], ignore_index=True)
+    return pd.concat(
+        [with_ids(make(*_pair(s, tied_from)), {"pair": "main", "seed": s, "step": 300}) for s in SEEDS],
+        ignore_index=True,
+    )
 
 
 @pytest.mark.parametrize("tied_from, expected", [("output", "holds"), ("input", "does not hold")])
@@ -100,8 +107,12 @@ def test_c1_is_decided_held_out_and_reports_in_sample_beside_it():
 
 def test_c3_and_c4_negative_controls():
     lens = _lens([-0.5, -0.6, -0.4])  # the tied model's early state is closer to the output space
-    rows = [("main", s, m, step, 1.0 - step / (1000 if m == "output" else 400), math.nan)
-            for s in SEEDS for step in (0, 100, 200) for m in ("input", "output")]  # input moves more
+    rows = [
+        ("main", s, m, step, 1.0 - step / (1000 if m == "output" else 400), math.nan)
+        for s in SEEDS
+        for step in (0, 100, 200)
+        for m in ("input", "output")
+    ]  # input moves more
     evolution = pd.DataFrame(rows, columns=["run", "seed", "matrix", "step", "drift", "change"])
     table = verdicts.claims_table(per_seed.claim_statistics(lens=lens, evolution=evolution)).set_index("claim")
     assert table.loc["C3", "verdict"] == "does not hold"
@@ -109,9 +120,12 @@ def test_c3_and_c4_negative_controls():
 
 
 def _grad_flow(early_share, late_share, steps=100):
-    rows = [("main", s, "tied", step, share, 1 - share, 0.9 * share)
-            for s in SEEDS for step in range(1, steps + 1)
-            for share in [(early_share if step <= steps // 10 else late_share) + 0.01 * s]]
+    rows = [
+        ("main", s, "tied", step, share, 1 - share, 0.9 * share)
+        for s in SEEDS
+        for step in range(1, steps + 1)
+        for share in [(early_share if step <= steps // 10 else late_share) + 0.01 * s]
+    ]
     return pd.DataFrame(rows, columns=["pair", "seed", "variant", "step", "out_share", "in_share", "proxy_out_share"])
 
 
@@ -136,8 +150,16 @@ def _norm_freq(profiles):
             log_count = 0.25 * j + 0.1
             for t in range(20):
                 for matrix, profile in profiles.items():
-                    rows.append(("main", seed, matrix, 20 * j + t, round(10 ** log_count), profile(log_count)
-                                 + 0.001 * (t - 10) + 0.002 * seed))
+                    rows.append(
+                        (
+                            "main",
+                            seed,
+                            matrix,
+                            20 * j + t,
+                            round(10**log_count),
+                            profile(log_count) + 0.001 * (t - 10) + 0.002 * seed,
+                        )
+                    )
     return pd.DataFrame(rows, columns=["pair", "seed", "matrix", "token_id", "drawn", "norm"])
 
 
@@ -186,8 +208,11 @@ def test_c6_bins_use_draws_not_split_occurrences():
     frame = _norm_freq({"untied_input": lambda x: 1.0, "untied_output": rise_fall, "tied": rise_fall})
     frame = frame.assign(count=frame["token_id"].rsub(1000))
     stats = norm_frequency.shape_stats(frame[frame["seed"] == SEEDS[0]]).set_index("matrix")
-    assert stats.loc["tied", "peak_count"] == pytest.approx(10 ** 3, rel=0.5)
-    assert verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame)).set_index("claim").loc["C6b", "verdict"] == "holds"
+    assert stats.loc["tied", "peak_count"] == pytest.approx(10**3, rel=0.5)
+    assert (
+        verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame)).set_index("claim").loc["C6b", "verdict"]
+        == "holds"
+    )
 
 
 def _scaling(seed, toward):
@@ -201,17 +226,22 @@ def _scaling(seed, toward):
         scaled = tied + 1.0 * torch.randn(V, D, generator=g)
     else:
         scaled = 0.5 * tied + 0.5 * (inp if toward == "input" else out) + 0.1 * torch.randn(V, D, generator=g)
-    frames = [with_ids(scaling_frame(Embeddings(m, m, True, TOKENS), untied), {"variant": v})
-              for v, m in (("tied", tied), ("tied_x5", scaled))]
+    frames = [
+        with_ids(scaling_frame(Embeddings(m, m, True, TOKENS), untied), {"variant": v})
+        for v, m in (("tied", tied), ("tied_x5", scaled))
+    ]
     return with_ids(pd.concat(frames, ignore_index=True), {"pair": "main", "seed": seed, "step": 300})
 
 
-@pytest.mark.parametrize("toward, toward_input, away_from_output", [
-    ("input", "holds", "holds"),
-    ("output", "does not hold", "does not hold"),
-    # Loses alignment with both: the old combined statistic (C7a - C7b) called this "holds".
-    ("noisier", "does not hold", "holds"),
-])
+@pytest.mark.parametrize(
+    "toward, toward_input, away_from_output",
+    [
+        ("input", "holds", "holds"),
+        ("output", "does not hold", "does not hold"),
+        # Loses alignment with both: the old combined statistic (C7a - C7b) called this "holds".
+        ("noisier", "does not hold", "holds"),
+    ],
+)
 def test_c7a_and_c7b_each_test_their_own_half(toward, toward_input, away_from_output):
     scaling = pd.concat([_scaling(s, toward) for s in SEEDS], ignore_index=True)
     statistics = per_seed.claim_statistics(scaling=scaling)
@@ -223,8 +253,12 @@ def test_c7a_and_c7b_each_test_their_own_half(toward, toward_input, away_from_ou
 
 
 def test_scaling_shift_matches_the_papers_arithmetic():
-    cos = {("tied", "input_u"): 0.216, ("tied", "output_u"): 0.384, ("tied_x5", "input_u"): 0.222,
-           ("tied_x5", "output_u"): 0.369}
+    cos = {
+        ("tied", "input_u"): 0.216,
+        ("tied", "output_u"): 0.384,
+        ("tied_x5", "input_u"): 0.222,
+        ("tied_x5", "output_u"): 0.369,
+    }
     scaling = pd.DataFrame(
         [("main", 0, 300, v, r, "in_sample", "true", c) for (v, r), c in cos.items()]
         + [("main", 0, 100, v, r, "in_sample", "true", 0.0) for v, r in cos],
@@ -232,7 +266,8 @@ def test_scaling_shift_matches_the_papers_arithmetic():
     )
     assert per_seed.scaling_shift(scaling, scored="in_sample").to_dict() == pytest.approx({0: 0.006})
     assert per_seed.scaling_shift(scaling, reference="output_u", scored="in_sample").to_dict() == pytest.approx(
-        {0: -0.015})
+        {0: -0.015}
+    )
 
 
 # --- one released pair, the table, the paper-scale column ------------------------------------------------
@@ -270,12 +305,17 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
     assert seed_values.loc[("C3", 1), "value"] == 2.5
     assert seed_values.loc[("C1", 2), "in_sample"] == pytest.approx(statistics["C1"].in_sample[2])
     md = (tmp_path / "claims.md").read_text().splitlines()
-    assert md[:4] == ["| Pair | Claim | Paper | Ours | Chance | Verdict |", "|---|---|---|---|---|---|",
-                      f"| main | C1 | {c1['paper']} | {c1['ours']} | {c1['chance']} | {c1['verdict']} |",
-                      f"| main | C3 | {c3['paper']} | {c3['ours']} |  | holds |"]
+    assert md[:4] == [
+        "| Pair | Claim | Paper | Ours | Chance | Verdict |",
+        "|---|---|---|---|---|---|",
+        f"| main | C1 | {c1['paper']} | {c1['ours']} | {c1['chance']} | {c1['verdict']} |",
+        f"| main | C3 | {c3['paper']} | {c3['ours']} |  | holds |",
+    ]
     full = md.index("Every column (results/tables/claims.parquet also holds the numbers):") + 2
-    assert md[full] == ("| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
-                        " | no_gradient_level | criterion | verdict | detail |")
+    assert md[full] == (
+        "| pair | claim | description | paper | ours | interval | on_claimed_side | chance | in_sample"
+        " | no_gradient_level | criterion | verdict | detail |"
+    )
     assert md[full + 3].startswith("| main | C3 | ") and md[full + 3].endswith(" | holds |  |")
     back = read_claims(tmp_path / "claims.md")  # the full table, as a table of record is read
     assert back.columns.tolist() == md[full].strip("| ").split(" | ")
@@ -283,8 +323,11 @@ def test_claims_table_columns_markdown_and_per_seed_values(tmp_path):
 
 
 def test_paper_scale_compares_in_sample_values_with_the_paper():
-    ours = {"C1": definitions.Statistic(pd.Series([0.3, 0.31, 0.32]), in_sample=pd.Series([0.19, 0.2, 0.21])),
-            "C2": pd.Series([0.1]), "C5": pd.Series([0.7])}
+    ours = {
+        "C1": definitions.Statistic(pd.Series([0.3, 0.31, 0.32]), in_sample=pd.Series([0.19, 0.2, 0.21])),
+        "C2": pd.Series([0.1]),
+        "C5": pd.Series([0.7]),
+    }
     table = verdicts.claims_table(ours)
     assert verdicts.paper_scale_values(table) == pytest.approx({"C1": 0.2, "C2": 0.1, "C5": 0.7})
     scaled = verdicts.with_paper_scale(table, {"C1": 0.19, "C2": 0.30}).set_index("claim")
@@ -305,10 +348,24 @@ def test_c6b_sees_a_fall_in_only_the_most_frequent_tokens_and_says_where_the_pea
     rows = []
     for seed in SEEDS:
         for j in range(14):
-            rows += [("main", seed, m, 20 * j + t, round(10 ** (0.25 * j + 0.1)), 1.0 + (0.2 * j if m != "untied_input"
-                      else 0.0) + 0.001 * t, 1.0) for t in range(20) for m in ("untied_input", "untied_output", "tied")]
-        rows += [("main", seed, m, 1000 + t, round(c), 1.0 if m == "untied_input" else 1.5, 1.0)
-                 for t, c in enumerate(np.geomspace(3220, 41132, 17)) for m in ("untied_input", "untied_output", "tied")]
+            rows += [
+                (
+                    "main",
+                    seed,
+                    m,
+                    20 * j + t,
+                    round(10 ** (0.25 * j + 0.1)),
+                    1.0 + (0.2 * j if m != "untied_input" else 0.0) + 0.001 * t,
+                    1.0,
+                )
+                for t in range(20)
+                for m in ("untied_input", "untied_output", "tied")
+            ]
+        rows += [
+            ("main", seed, m, 1000 + t, round(c), 1.0 if m == "untied_input" else 1.5, 1.0)
+            for t, c in enumerate(np.geomspace(3220, 41132, 17))
+            for m in ("untied_input", "untied_output", "tied")
+        ]
     frame = pd.DataFrame(rows, columns=["pair", "seed", "matrix", "token_id", "drawn", "norm", "initial_norm"])
     statistics = per_seed.claim_statistics(norm_freq=frame)
     table = verdicts.claims_table(statistics).set_index("claim")
@@ -316,7 +373,9 @@ def test_c6b_sees_a_fall_in_only_the_most_frequent_tokens_and_says_where_the_pea
     assert table.loc["C6b", "detail"].startswith("peak bin at ~")
     assert "draws (untied output)" in table.loc["C6b", "detail"]
     assert table.loc["C6a", "verdict"] == "holds" and table.loc["C6c", "verdict"] == "holds"
-    grown = verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame.assign(initial_norm=0.5))).set_index("claim")
+    grown = verdicts.claims_table(per_seed.claim_statistics(norm_freq=frame.assign(initial_norm=0.5))).set_index(
+        "claim"
+    )
     assert grown.loc["C6a", "verdict"] == "holds"  # a uniform growth is still flat across frequency,
     assert grown.loc["C6c", "verdict"] == "does not hold"  # but not near its initial value
 
@@ -325,8 +384,12 @@ def test_a_control_made_of_an_untied_input_matrix_gets_c1_and_c2_that_do_not_hol
     # The tied role filled by a second untied model's input matrix (input-like): beside a real pair.
     real = _over_seeds(alignment_frame, "output")
     control = _over_seeds(alignment_frame, "input").assign(pair="control")
-    knn = pd.concat([_over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "output"),
-                     _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "input").assign(pair="control")])
+    knn = pd.concat(
+        [
+            _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "output"),
+            _over_seeds(lambda u, t: knn_frame(u, t, ks=(10,)), "input").assign(pair="control"),
+        ]
+    )
     table, seeds = report.further_claims(pd.concat([real, control]), knn, ["control"], k=10)
     assert table["pair"].tolist() == ["control", "control"] and table["claim"].tolist() == ["C1", "C2"]
     assert table["verdict"].tolist() == ["does not hold", "does not hold"]

@@ -1,4 +1,5 @@
 """figures/claims.pdf: one panel per claim, drawing the claims tables' own numbers at the right places."""
+
 import math
 
 import pandas as pd
@@ -9,8 +10,19 @@ from tying.errors import PipelineError
 from tying.report.figures.claims_summary import VERDICT_COLOURS, plot_claims_summary, summary_rows
 
 NAN = math.nan
-COLUMNS = ["pair", "claim", "token_set", "mean", "ci_low", "ci_high", "in_sample_mean", "chance", "paper",
-           "paper_value", "verdict"]
+COLUMNS = [
+    "pair",
+    "claim",
+    "token_set",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "in_sample_mean",
+    "chance",
+    "paper",
+    "paper_value",
+    "verdict",
+]
 
 
 def _table(rows):
@@ -18,28 +30,120 @@ def _table(rows):
 
 
 # This build: the first pair's all-token rows, a comparable-token row and a control's row that must not be drawn.
-THIS = _table([
-    ("main", "LM", ALL_TOKENS, -0.42, -0.43, -0.41, NAN, "", "not in the paper (its models are trained language "
-     "models)", NAN, "holds"),
-    ("main", "C1", ALL_TOKENS, 0.348, 0.341, 0.355, 0.223, "0.004", "0.719 vs 0.525 (+0.194), in sample", 0.194,
-     "holds"),
-    ("main", "C1", "drawn >= 100", 0.9, 0.8, 1.0, NAN, "0.5", "0.719 vs 0.525 (+0.194), in sample", 0.194, "holds"),
-    ("main", "C3", ALL_TOKENS, -0.010, -0.040, 0.020, NAN, "", "states 0-7 of 16 (+1.01)", 1.014,
-     "lens not converged"),
-    ("main", "C5", ALL_TOKENS, 0.681, 0.673, 0.689, NAN, "", "70-83% over the first 1000 of 10000 steps", NAN,
-     "holds"),
-    ("main", "C6b", ALL_TOKENS, -0.189, -0.211, -0.167, NAN, "-0.139",
-     "qualitative: rise up to ~1e4 occurrences, then fall", NAN, "not testable here"),
-    ("control", "C1", ALL_TOKENS, -0.128, -0.156, -0.099, NAN, "-0.017", "0.719 vs 0.525 (+0.194), in sample", 0.194,
-     "does not hold"),
-])
+THIS = _table(
+    [
+        (
+            "main",
+            "LM",
+            ALL_TOKENS,
+            -0.42,
+            -0.43,
+            -0.41,
+            NAN,
+            "",
+            "not in the paper (its models are trained language " "models)",
+            NAN,
+            "holds",
+        ),
+        (
+            "main",
+            "C1",
+            ALL_TOKENS,
+            0.348,
+            0.341,
+            0.355,
+            0.223,
+            "0.004",
+            "0.719 vs 0.525 (+0.194), in sample",
+            0.194,
+            "holds",
+        ),
+        ("main", "C1", "drawn >= 100", 0.9, 0.8, 1.0, NAN, "0.5", "0.719 vs 0.525 (+0.194), in sample", 0.194, "holds"),
+        (
+            "main",
+            "C3",
+            ALL_TOKENS,
+            -0.010,
+            -0.040,
+            0.020,
+            NAN,
+            "",
+            "states 0-7 of 16 (+1.01)",
+            1.014,
+            "lens not converged",
+        ),
+        (
+            "main",
+            "C5",
+            ALL_TOKENS,
+            0.681,
+            0.673,
+            0.689,
+            NAN,
+            "",
+            "70-83% over the first 1000 of 10000 steps",
+            NAN,
+            "holds",
+        ),
+        (
+            "main",
+            "C6b",
+            ALL_TOKENS,
+            -0.189,
+            -0.211,
+            -0.167,
+            NAN,
+            "-0.139",
+            "qualitative: rise up to ~1e4 occurrences, then fall",
+            NAN,
+            "not testable here",
+        ),
+        (
+            "control",
+            "C1",
+            ALL_TOKENS,
+            -0.128,
+            -0.156,
+            -0.099,
+            NAN,
+            "-0.017",
+            "0.719 vs 0.525 (+0.194), in sample",
+            0.194,
+            "does not hold",
+        ),
+    ]
+)
 # Another build (the trained regime): its own first pair, one seed on C1 (no interval), no C5 row.
-OTHER = _table([
-    ("d96_l3", "C1", ALL_TOKENS, -0.05, NAN, NAN, -0.02, "0.001", "0.719 vs 0.525 (+0.194), in sample", 0.194,
-     "direction only (1 seed)"),
-    ("d96_l3", "C6b", ALL_TOKENS, -0.198, -0.218, -0.178, NAN, "-0.133",
-     "qualitative: rise up to ~1e4 occurrences, then fall", NAN, "does not hold"),
-])
+OTHER = _table(
+    [
+        (
+            "d96_l3",
+            "C1",
+            ALL_TOKENS,
+            -0.05,
+            NAN,
+            NAN,
+            -0.02,
+            "0.001",
+            "0.719 vs 0.525 (+0.194), in sample",
+            0.194,
+            "direction only (1 seed)",
+        ),
+        (
+            "d96_l3",
+            "C6b",
+            ALL_TOKENS,
+            -0.198,
+            -0.218,
+            -0.178,
+            NAN,
+            "-0.133",
+            "qualitative: rise up to ~1e4 occurrences, then fall",
+            NAN,
+            "does not hold",
+        ),
+    ]
+)
 
 
 def _by_gid(ax, gid):

@@ -2,6 +2,7 @@
 single-node cluster) the smoke config through profiles/slurm as docs/cluster.md gives it, against a local
 run. The real-Slurm tests need root and Debian's Slurm packages, and run only with TYING_SLURM_CHECK=1
 (.ci/run sets it after the suite); elsewhere they are skipped."""
+
 import os
 import re
 import subprocess
@@ -13,15 +14,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from snakerun import ROOT
+
 from tying.plan.cluster import accounting_off, fewest_cpus
 
 SLURM_UP = ROOT / "tests" / "cluster" / "slurm-up"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 SMOKE = ["all", "--configfile", "configs/smoke.yaml"]
-real_slurm = pytest.mark.skipif(os.environ.get("TYING_SLURM_CHECK") != "1",
-                                reason="a real Slurm: TYING_SLURM_CHECK=1 as root (.ci/run)")
+real_slurm = pytest.mark.skipif(
+    os.environ.get("TYING_SLURM_CHECK") != "1", reason="a real Slurm: TYING_SLURM_CHECK=1 as root (.ci/run)"
+)
 
 
 def test_squeue_answers_job_states_only_where_slurm_keeps_no_accounting():
@@ -46,8 +48,9 @@ def fake_slurm(bin_dir, accounting, sinfo):
     return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
 
 
-@pytest.mark.parametrize("accounting,status", [("accounting_storage/none", "squeue"),
-                                               ("accounting_storage/slurmdbd", None)])
+@pytest.mark.parametrize(
+    "accounting,status", [("accounting_storage/none", "squeue"), ("accounting_storage/slurmdbd", None)]
+)
 def test_the_slurm_profile_alone_sets_what_a_cluster_run_needs(tmp_path, monkeypatch, accounting, status):
     """`--profile profiles/slurm` with the local profile layered over it (no --workflow-profile none): no
     2-core cap, keep going, squeue only without accounting, its short first status check and its groups."""
@@ -60,8 +63,12 @@ def test_the_slurm_profile_alone_sets_what_a_cluster_run_needs(tmp_path, monkeyp
     assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == (100, 10)
     assert args.slurm_init_seconds_before_status_checks == 5
     assert (args.slurm_status_command == "squeue") == (status == "squeue")
-    assert args.group_components == {"metrics_{pair}_seed{seed}": 100, "draws_seed{seed}": 100, "cell_{cell}": 100,
-                                     "tables": 100}
+    assert args.group_components == {
+        "metrics_{pair}_seed{seed}": 100,
+        "draws_seed{seed}": 100,
+        "cell_{cell}": 100,
+        "tables": 100,
+    }
     monkeypatch.setenv("SLURM_PARTITION", "debug")
     assert parse_args(["-n", "--profile", "profiles/slurm"])[1].cores == 4
 
@@ -95,8 +102,7 @@ def test_slurm_up_stops_every_daemon_it_started():
     before, conf_before = daemons(), conf.read_bytes() if conf.exists() else None
     try:
         slurm_up("start")
-        started = {int(pid): name for pid, name in
-                   (line.split() for line in (state / "pids").read_text().splitlines())}
+        started = {int(pid): name for pid, name in (line.split() for line in (state / "pids").read_text().splitlines())}
         assert sorted(started.values()) == ["munged", "slurmctld", "slurmd"]
         assert all(daemons().get(pid) == name for pid, name in started.items())
         job = subprocess.run(["srun", "hostname"], capture_output=True, text=True, timeout=60)
@@ -123,8 +129,9 @@ class Canceller(threading.Thread):
 
     def run(self):
         while not self.done.is_set() and self.jobid is None:
-            out = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i|%k|%M"], capture_output=True, text=True,
-                                 timeout=30).stdout
+            out = subprocess.run(
+                ["squeue", "-h", "-t", "R", "-o", "%i|%k|%M"], capture_output=True, text=True, timeout=30
+            ).stdout
             for jobid, comment, ran in (line.split("|") for line in out.splitlines()):
                 if comment.startswith("rule_train_") and ran not in ("0:00",):
                     subprocess.run(["scancel", jobid], check=True, timeout=30)
@@ -142,16 +149,25 @@ def smoke(tmp_path_factory):
     cancelled Slurm job id)."""
     base = tmp_path_factory.mktemp("smoke")
     local, cluster = base / "local", base / "cluster"
-    result = subprocess.run([*SNAKEMAKE, "--cores", "2", *SMOKE, "--config", f"workdir={relative(local)}"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    result = subprocess.run(
+        [*SNAKEMAKE, "--cores", "2", *SMOKE, "--config", f"workdir={relative(local)}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     slurm_up("start")
     try:
         canceller = Canceller()
         canceller.start()
-        result = subprocess.run([*SNAKEMAKE, *SMOKE, "--profile", "profiles/slurm",
-                                 "--config", f"workdir={relative(cluster)}"],
-                                cwd=ROOT, capture_output=True, text=True, timeout=1500)
+        result = subprocess.run(
+            [*SNAKEMAKE, *SMOKE, "--profile", "profiles/slurm", "--config", f"workdir={relative(cluster)}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
         canceller.done.set()
         yield local, cluster, result.stdout + result.stderr, canceller.jobid
     finally:
@@ -182,9 +198,22 @@ def test_a_cancelled_training_job_is_retried_and_the_run_ends(smoke):
 def test_a_relative_d_is_the_working_directory_of_every_job(smoke, tmp_path):
     """-d wins over the config's workdir, and each job works there too, not in -d within -d."""
     target = "results/corpus/shard0.parquet"
-    result = subprocess.run([*SNAKEMAKE, target, "--configfile", "configs/smoke.yaml", "--profile",
-                             "profiles/slurm", "-d", relative(tmp_path / "d")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            *SNAKEMAKE,
+            target,
+            "--configfile",
+            "configs/smoke.yaml",
+            "--profile",
+            "profiles/slurm",
+            "-d",
+            relative(tmp_path / "d"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "d" / target).stat().st_size > 0 and not (tmp_path / "d" / "runs").exists()
 
@@ -204,7 +233,10 @@ def test_each_rules_threads_memory_and_runtime_reach_its_slurm_job(smoke):
     assert len(train) == 10  # nine runs, one of them twice (the cancelled one)
     for job in train:  # the rule's threads, mem_mb=4000, runtime=120
         assert (job["NumCPUs"], job["MinMemoryNode"], job["TimeLimit"]) == (
-            str(config["train"]["threads"]), "4000M", "02:00:00"), job
+            str(config["train"]["threads"]),
+            "4000M",
+            "02:00:00",
+        ), job
     tables = next(job for job in jobs.values() if job["Comment"].startswith("rule_tables_"))
     # fig1 (2000 MB, 10 min) beside claims (4000 MB, 10 min), then the claims figure (10 min) after claims
     assert (tables["NumCPUs"], tables["MinMemoryNode"], tables["TimeLimit"]) == ("2", "6000M", "00:20:00")
@@ -218,10 +250,23 @@ def test_a_job_failing_on_bad_input_ends_with_our_one_line_error(smoke):
     both carry the script's one line."""
     _, cluster, _, _ = smoke
     line = "error: only 0 tokens were drawn at least 1000000 times in training (analysis.min_count)"
-    result = subprocess.run([*SNAKEMAKE, "results/token_sets/main/seed0.parquet", "--configfile",
-                             "configs/smoke.yaml", "--profile", "profiles/slurm", "--config",
-                             f"workdir={relative(cluster)}", "analysis={min_count: 1000000}"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            *SNAKEMAKE,
+            "results/token_sets/main/seed0.parquet",
+            "--configfile",
+            "configs/smoke.yaml",
+            "--profile",
+            "profiles/slurm",
+            "--config",
+            f"workdir={relative(cluster)}",
+            "analysis={min_count: 1000000}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     output = result.stdout + result.stderr
     assert result.returncode != 0 and line in output, output[-3000:]
     logs = list((cluster / ".snakemake/slurm_logs").rglob("*.log"))

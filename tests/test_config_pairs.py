@@ -1,14 +1,15 @@
 """Pairs a target cannot use stop the config check with one line, before any job is planned."""
+
 import copy
 import os
 
 import pytest
 import yaml
-
 from snakerun import ROOT, cli, snakemake
+
+from tying.errors import PipelineError
 from tying.plan.checks import check
 from tying.plan.layers import load
-from tying.errors import PipelineError
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 PAPER = load("configs/paper.yaml")
@@ -45,21 +46,30 @@ def test_the_check_puts_the_schemas_keys_in_its_order_and_keeps_the_users_names_
     assert list(config["pairs"]["main"])[:3] == ["tied", "untied", "scaled"]
 
 
-@pytest.mark.parametrize("config,message", [
-    (paper_with(tables={"table1": ["main", UNTIED_ONLY]}), "tables.table1: " + NO_TIED.format(target="table1")),
-    (paper_with(tables={"table5": [UNTIED_ONLY]}), "tables.table5: " + NO_TIED.format(target="table5")),
-    (paper_with(tables={"claims": UNTIED_ONLY}), "tables.claims: " + NO_TIED.format(target="claims")),
-    (paper_with(figures={"fig1": UNTIED_ONLY}), "figures.fig1: " + NO_TIED.format(target="fig1")),
-    (paper_with(figures={"fig2": UNTIED_ONLY}), "figures.fig2: " + NO_TIED.format(target="fig2")),
-    (paper_with(figures={"fig7": UNTIED_ONLY}), "figures.fig7: " + NO_TIED.format(target="fig7")),
-    (paper_with(drop_evolution=True), "figures.fig3: " + NO_EVOLUTION),
-    (paper_with(figures={"fig5": "main"}), "figures.fig5: pair 'main' is released models, and fig5 reads what only "
-     "a pair the pipeline trains has (training logs, gradient provenance, token counts)"),
-    (paper_with(tables={"table2": "main"}), "tables.table2: pair 'main' is released models, and table2 reads what "
-     "only a pair the pipeline trains has (training logs, gradient provenance, token counts)"),
-    (paper_with(figures={"fig3": "family"}), "figures.fig3: " + NO_EVOLUTION.replace("'main'", "'family'")),
-    (paper_with(figures={"fig3": "olmo7b"}, drop_evolution=True), "tables.claims: " + NO_EVOLUTION),
-])
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        (paper_with(tables={"table1": ["main", UNTIED_ONLY]}), "tables.table1: " + NO_TIED.format(target="table1")),
+        (paper_with(tables={"table5": [UNTIED_ONLY]}), "tables.table5: " + NO_TIED.format(target="table5")),
+        (paper_with(tables={"claims": UNTIED_ONLY}), "tables.claims: " + NO_TIED.format(target="claims")),
+        (paper_with(figures={"fig1": UNTIED_ONLY}), "figures.fig1: " + NO_TIED.format(target="fig1")),
+        (paper_with(figures={"fig2": UNTIED_ONLY}), "figures.fig2: " + NO_TIED.format(target="fig2")),
+        (paper_with(figures={"fig7": UNTIED_ONLY}), "figures.fig7: " + NO_TIED.format(target="fig7")),
+        (paper_with(drop_evolution=True), "figures.fig3: " + NO_EVOLUTION),
+        (
+            paper_with(figures={"fig5": "main"}),
+            "figures.fig5: pair 'main' is released models, and fig5 reads what only "
+            "a pair the pipeline trains has (training logs, gradient provenance, token counts)",
+        ),
+        (
+            paper_with(tables={"table2": "main"}),
+            "tables.table2: pair 'main' is released models, and table2 reads what "
+            "only a pair the pipeline trains has (training logs, gradient provenance, token counts)",
+        ),
+        (paper_with(figures={"fig3": "family"}), "figures.fig3: " + NO_EVOLUTION.replace("'main'", "'family'")),
+        (paper_with(figures={"fig3": "olmo7b"}, drop_evolution=True), "tables.claims: " + NO_EVOLUTION),
+    ],
+)
 def test_a_pair_missing_what_its_target_reads_is_one_line(config, message):
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
@@ -96,8 +106,11 @@ def test_analysis_rows_defaults_to_the_tokenizers_and_takes_only_the_two_convent
 
 def _with_trained_control(**tables):
     config = copy.deepcopy(MICRO)
-    config["pairs"]["ctl"] = {"tied": {"arch": "olmo", "variant": "untied"}, "untied": {"arch": "olmo",
-                              "variant": "untied"}, "control": "input"}
+    config["pairs"]["ctl"] = {
+        "tied": {"arch": "olmo", "variant": "untied"},
+        "untied": {"arch": "olmo", "variant": "untied"},
+        "control": "input",
+    }
     config["tables"].update(tables)
     return config
 
@@ -107,10 +120,15 @@ def test_a_trained_negative_control_feeds_table1_table5_and_the_claims_after_the
     first = first if isinstance(first, str) else first[0]
     check(_with_trained_control(table1=["ctl"], table5=["ctl"], claims=[first, "ctl"]), SCHEMA)
     for tables, message in (
-        ({"claims": ["ctl"]}, "tables.claims: the first claims pair gets every claim; a negative control ('ctl') "
-                              "can only follow it"),
-        ({"table2": "ctl"}, "tables.table2: pair 'ctl' is a negative control, read by claims, claims_by_exposure, "
-                            "claims_by_lookup, table1, table5 only"),
+        (
+            {"claims": ["ctl"]},
+            "tables.claims: the first claims pair gets every claim; a negative control ('ctl') " "can only follow it",
+        ),
+        (
+            {"table2": "ctl"},
+            "tables.table2: pair 'ctl' is a negative control, read by claims, claims_by_exposure, "
+            "claims_by_lookup, table1, table5 only",
+        ),
     ):
         with pytest.raises(PipelineError) as error:
             check(_with_trained_control(**tables), SCHEMA)
@@ -121,11 +139,19 @@ def test_a_trained_negative_control_feeds_table1_table5_and_the_claims_after_the
         check(tied, SCHEMA)
 
 
-@pytest.mark.parametrize("section,key,value,message", [
-    ("lens", "steps", 0, "lens.steps: 0 is less than the minimum of 1"),
-    ("analysis", "knn_k", 300, "analysis.knn_k: 300 neighbours of each token, but pair 'main' has 300 tokens "
-                               "(tokenizer.vocab_size); give fewer"),
-])
+@pytest.mark.parametrize(
+    "section,key,value,message",
+    [
+        ("lens", "steps", 0, "lens.steps: 0 is less than the minimum of 1"),
+        (
+            "analysis",
+            "knn_k",
+            300,
+            "analysis.knn_k: 300 neighbours of each token, but pair 'main' has 300 tokens "
+            "(tokenizer.vocab_size); give fewer",
+        ),
+    ],
+)
 def test_a_lens_without_steps_and_more_neighbours_than_tokens_end_at_the_check(tmp_path, section, key, value, message):
     config = copy.deepcopy(MICRO)
     config[section][key] = value
@@ -142,12 +168,15 @@ def test_a_lens_without_steps_and_more_neighbours_than_tokens_end_at_the_check(t
 SHAPES = "(keys: {arch, variant}, {path, tokenizer} or {hub, revision})"
 
 
-@pytest.mark.parametrize("reference,message", [
-    ({"paht": "models/untied"}, f"unknown key 'paht' {SHAPES}"),
-    ({"hub": "org/model", "revison": "abc"}, f"unknown key 'revison' {SHAPES}"),
-    ({"path": "models/untied", "revision": "abc"}, f"'revision' is not a key of {{path, tokenizer}} {SHAPES}"),
-    ({"arch": "olmo"}, f"{{arch}} is incomplete {SHAPES}"),
-])
+@pytest.mark.parametrize(
+    "reference,message",
+    [
+        ({"paht": "models/untied"}, f"unknown key 'paht' {SHAPES}"),
+        ({"hub": "org/model", "revison": "abc"}, f"unknown key 'revison' {SHAPES}"),
+        ({"path": "models/untied", "revision": "abc"}, f"'revision' is not a key of {{path, tokenizer}} {SHAPES}"),
+        ({"arch": "olmo"}, f"{{arch}} is incomplete {SHAPES}"),
+    ],
+)
 def test_a_misspelt_key_in_a_model_reference_is_named_and_only_what_the_user_wrote_is_shown(reference, message):
     config = copy.deepcopy(MICRO)
     config["pairs"]["main"]["untied"] = reference
@@ -161,13 +190,39 @@ def test_a_config_the_check_refuses_leaves_no_run_folder(tmp_path, monkeypatch):
     config["pairs"]["main"]["untied"] = {"paht": "models/untied"}
     (tmp_path / "refused.yaml").write_text(yaml.safe_dump(config))
     monkeypatch.chdir(tmp_path)
-    result = cli(["-s", str(ROOT / "Snakefile"), "--cores", "1", "-n", "all", "--replace-workflow-config",
-                  "--configfile", "refused.yaml"])
-    assert result.returncode == 1 and result.stderr.splitlines()[-1].startswith("config error: pairs.main.untied: "
-                                                                                  "unknown key 'paht'")
+    result = cli(
+        [
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--cores",
+            "1",
+            "-n",
+            "all",
+            "--replace-workflow-config",
+            "--configfile",
+            "refused.yaml",
+        ]
+    )
+    assert result.returncode == 1 and result.stderr.splitlines()[-1].startswith(
+        "config error: pairs.main.untied: " "unknown key 'paht'"
+    )
     assert not (tmp_path / "runs").exists()
     config["pairs"]["main"]["untied"] = {"arch": "olmo", "variant": "untied"}  # the same config, checked: its folder
     (tmp_path / "refused.yaml").write_text(yaml.safe_dump(config))
-    assert cli(["-s", str(ROOT / "Snakefile"), "--cores", "1", "-n", "all", "--replace-workflow-config",
-                "--configfile", "refused.yaml"]).returncode == 0
+    assert (
+        cli(
+            [
+                "-s",
+                str(ROOT / "Snakefile"),
+                "--cores",
+                "1",
+                "-n",
+                "all",
+                "--replace-workflow-config",
+                "--configfile",
+                "refused.yaml",
+            ]
+        ).returncode
+        == 0
+    )
     assert (tmp_path / "runs" / "refused").is_dir()

@@ -3,13 +3,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import build_corpus, tokenize_corpus
+
 from tying.data import tokenizer
 from tying.data.corpus import split_of
-from tying.errors import PipelineError
 from tying.data.tokenizer import train_bpe
 from tying.data.tokens import load_ids
+from tying.errors import PipelineError
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +64,9 @@ def test_tokenizer_round_trips_and_tokens_are_counted(stdlib_corpus, tmp_path):
     assert counts.loc[counts["token_id"] == tok.eos_token_id, "count"].item() == n_docs
 
 
-def test_a_saved_bpe_loads_as_autotokenizer_loads_it_and_another_class_through_autotokenizer(stdlib_corpus, tmp_path,
-                                                                                           monkeypatch):
+def test_a_saved_bpe_loads_as_autotokenizer_loads_it_and_another_class_through_autotokenizer(
+    stdlib_corpus, tmp_path, monkeypatch
+):
     import transformers
 
     tokenizer.save(train_bpe(stdlib_corpus["text"].iloc[:200], 300), tmp_path / "tok")
@@ -94,10 +95,13 @@ def test_hf_source_streams_up_to_the_token_budget(monkeypatch):
     assert docs["text"].tolist() == [f"document {i}" for i in range(15)]  # stops once 30 words are read
 
 
-@pytest.mark.parametrize("error,message", [
-    (ConnectionError("offline"), "cannot stream dataset org/data/cfg [train]: ConnectionError: offline"),
-    (None, "dataset org/data/cfg [train] has no field 'body' (corpus.text_field)"),
-])
+@pytest.mark.parametrize(
+    "error,message",
+    [
+        (ConnectionError("offline"), "cannot stream dataset org/data/cfg [train]: ConnectionError: offline"),
+        (None, "dataset org/data/cfg [train] has no field 'body' (corpus.text_field)"),
+    ],
+)
 def test_hf_source_problems_are_one_line(monkeypatch, error, message):
     def fake_load_dataset(*args, **kwargs):
         if error:

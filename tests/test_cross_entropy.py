@@ -1,13 +1,14 @@
 """The fused next-token loss equals the plain F.cross_entropy path: loss and gradients, chunked or not,
 through a model and through the gradient tap."""
+
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import tiny_model
+from helpers import lm_loss
+
 from tying.train.cross_entropy import NextTokenLoss, linear_cross_entropy
 from tying.train.grad_provenance import GradientTap
-from helpers import lm_loss
 
 
 def inputs(n=48, d=16, vocab=64, scale=1.0, seed=0):

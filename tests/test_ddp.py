@@ -1,24 +1,44 @@
 """Two CPU processes under torchrun (gloo), killed and resumed, give the one-process run:
 losses, gradient provenance and weights."""
+
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from safetensors.torch import load_file
-
 from conftest import markov_tokens, word_tokenizer
 from helpers import write_ids
-from tying.train.distributed import launch
+from safetensors.torch import load_file
+
 from tying.errors import PipelineError
 from tying.plan.run_spec import RunSpec
+from tying.train.distributed import launch
 from tying.train.loop import train_from_files
 
 V = 64
-SPEC = RunSpec(family="olmo", vocab_size=V, eos_id=0, hidden_size=16, layers=2, heads=2, intermediate_size=32,
-               seq_len=16, tied=True, input_grad_scale=5.0, seed=0, steps=8, batch_size=4, lr=1e-2, warmup=2,
-               min_lr_ratio=0.1, weight_decay=0.1, grad_clip=1.0, checkpoints=(0, 4, 8), eval_batches=2)
+SPEC = RunSpec(
+    family="olmo",
+    vocab_size=V,
+    eos_id=0,
+    hidden_size=16,
+    layers=2,
+    heads=2,
+    intermediate_size=32,
+    seq_len=16,
+    tied=True,
+    input_grad_scale=5.0,
+    seed=0,
+    steps=8,
+    batch_size=4,
+    lr=1e-2,
+    warmup=2,
+    min_lr_ratio=0.1,
+    weight_decay=0.1,
+    grad_clip=1.0,
+    checkpoints=(0, 4, 8),
+    eval_batches=2,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,18 +50,28 @@ def inputs(tmp_path_factory):
     write_ids(ids[20_000:], root / "val.bin", V)
     (root / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": V, "eos_id": 0}))
     word_tokenizer(V).save_pretrained(root / "tokenizer")
-    return {"train": str(root / "train.bin"), "val": str(root / "val.bin"), "meta": str(root / "meta.json"),
-            "tokenizer": str(root / "tokenizer")}
+    return {
+        "train": str(root / "train.bin"),
+        "val": str(root / "val.bin"),
+        "meta": str(root / "meta.json"),
+        "tokenizer": str(root / "tokenizer"),
+    }
 
 
 def outputs(root):
-    return {"checkpoint_dirs": {s: root / f"step{s}" for s in SPEC.checkpoints},
-            "log_path": root / "log.parquet", "provenance_path": root / "provenance.parquet"}
+    return {
+        "checkpoint_dirs": {s: root / f"step{s}" for s in SPEC.checkpoints},
+        "log_path": root / "log.parquet",
+        "provenance_path": root / "provenance.parquet",
+    }
 
 
 def read(root):
-    return (pd.read_parquet(root / "log.parquet"), pd.read_parquet(root / "provenance.parquet"),
-            {s: load_file(root / f"step{s}" / "model.safetensors") for s in SPEC.checkpoints})
+    return (
+        pd.read_parquet(root / "log.parquet"),
+        pd.read_parquet(root / "provenance.parquet"),
+        {s: load_file(root / f"step{s}" / "model.safetensors") for s in SPEC.checkpoints},
+    )
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """Weight decay alone under a run's own schedule (tying.plan.decay), C6 measured net of it, and the
 train.total_decay regime (configs/trained-decay.yaml)."""
+
 import dataclasses
 import json
 import math
@@ -9,14 +10,14 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-
 from snakerun import ROOT, snakemake
+
 from tying.claims import statistics as per_seed
 from tying.claims import verdicts
 from tying.metrics.norm_frequency import norm_frequency_frame
 from tying.plan.config import prepared
-from tying.plan.run_params import run_params
 from tying.plan.decay import checkpoint_level, learning_rates, no_gradient_level, total_decay, weight_decay_for
+from tying.plan.run_params import run_params
 from tying.plan.run_spec import RunSpec
 from tying.train.loop import build
 
@@ -25,9 +26,28 @@ PAPER_TOTAL_DECAY = 0.1635285  # configs/trained-decay.yaml's train.total_decay
 
 
 def spec(**kw):
-    base = dict(family="olmo", vocab_size=64, eos_id=0, hidden_size=16, layers=1, heads=2, intermediate_size=None,
-                seq_len=8, tied=False, input_grad_scale=1.0, seed=0, steps=5, batch_size=2, lr=0.1, warmup=2,
-                min_lr_ratio=0.1, weight_decay=0.5, grad_clip=1.0, checkpoints=(0, 5), eval_batches=1)
+    base = dict(
+        family="olmo",
+        vocab_size=64,
+        eos_id=0,
+        hidden_size=16,
+        layers=1,
+        heads=2,
+        intermediate_size=None,
+        seq_len=8,
+        tied=False,
+        input_grad_scale=1.0,
+        seed=0,
+        steps=5,
+        batch_size=2,
+        lr=0.1,
+        warmup=2,
+        min_lr_ratio=0.1,
+        weight_decay=0.5,
+        grad_clip=1.0,
+        checkpoints=(0, 5),
+        eval_batches=1,
+    )
     return RunSpec(**{**base, **kw})
 
 
@@ -111,9 +131,20 @@ def planted_norms(grow=1.0, level=LEVEL):
         start = 1.0 + 0.05 * rng.standard_normal(400)
         norm = start * (1 - level) * np.where(drawn >= 1000, grow, 1.0)
         for matrix in ("untied_input", "untied_output", "tied"):
-            rows.append(pd.DataFrame({"pair": "main", "seed": seed, "matrix": matrix, "token_id": np.arange(400),
-                                      "drawn": drawn, "norm": norm, "initial_norm": start,
-                                      "no_gradient_level": level}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "pair": "main",
+                        "seed": seed,
+                        "matrix": matrix,
+                        "token_id": np.arange(400),
+                        "drawn": drawn,
+                        "norm": norm,
+                        "initial_norm": start,
+                        "no_gradient_level": level,
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -146,13 +177,17 @@ def test_c6c_without_a_training_record_stays_raw_and_says_so():
 
 def test_the_norm_frequency_frame_carries_each_runs_level():
     from tying.checkpoints.embeddings import Embeddings
+
     tokens = [f"t{i}" for i in range(4)]
     untied = Embeddings(input=torch.ones(4, 2), output=2 * torch.ones(4, 2), tied=False, tokens=tuple(tokens))
     matrix = 3 * torch.ones(4, 2)
     tied = Embeddings(input=matrix, output=matrix, tied=True, tokens=tuple(tokens))
     frame = norm_frequency_frame(untied, tied, pd.DataFrame({"token_id": [0, 2], "count": [5, 7]}), levels=(0.2, 0.3))
     assert frame.groupby("matrix")["no_gradient_level"].first().to_dict() == {
-        "tied": 0.3, "untied_input": 0.2, "untied_output": 0.2}
+        "tied": 0.3,
+        "untied_input": 0.2,
+        "untied_output": 0.2,
+    }
 
 
 def test_train_total_decay_sets_the_runs_weight_decay_and_its_norm_metric_reads_the_level(tmp_path):

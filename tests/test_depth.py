@@ -1,9 +1,9 @@
 """C3 against depth (issue 48): a size's own steps in the scaling grid, the C3-by-depth table from the scaling
 table and the lens metric, its figure, and the paper's Figure 2 curves it is drawn against."""
+
 import copy
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,8 +20,12 @@ BASE = {
     "train": {"batch_size": 16},
     "tokenizer": {"vocab_size": 1024},
     "variants": {"tied": {"tied": True}, "untied": {"tied": False}, "tied_x5": {"tied": True, "input_grad_scale": 5.0}},
-    "scaling": {"head_dim": 24, "seeds": [0, 1, 2], "steps": [300, 1500],
-                "sizes": [{"hidden_size": 48, "layers": 2}, {"hidden_size": 96, "layers": 3}]},
+    "scaling": {
+        "head_dim": 24,
+        "seeds": [0, 1, 2],
+        "steps": [300, 1500],
+        "sizes": [{"hidden_size": 48, "layers": 2}, {"hidden_size": 96, "layers": 3}],
+    },
 }
 
 
@@ -33,15 +37,19 @@ def _config(**scaling):
 
 # --- The grid: a size's own steps -------------------------------------------------------------------------
 def test_a_size_with_its_own_steps_crosses_those_in_place_of_the_shared_axis():
-    sizes = [{"hidden_size": 96, "layers": 2, "steps": [9000]},
-             {"hidden_size": 96, "layers": 12, "steps": [3000, 1000]}, {"hidden_size": 96, "layers": 3}]
+    sizes = [
+        {"hidden_size": 96, "layers": 2, "steps": [9000]},
+        {"hidden_size": 96, "layers": 12, "steps": [3000, 1000]},
+        {"hidden_size": 96, "layers": 3},
+    ]
     cells = grid.cells(_config(sizes=sizes, checkpoint_fractions=[0, 0.5, 1]))
-    assert [c.name for c in cells] == ["d96_l2_s9000", "d96_l12_s1000", "d96_l12_s3000", "d96_l3_s300",
-                                       "d96_l3_s1500"]
+    assert [c.name for c in cells] == ["d96_l2_s9000", "d96_l12_s1000", "d96_l12_s3000", "d96_l3_s300", "d96_l3_s1500"]
     assert [c.checkpoints for c in cells[:3]] == [(0, 4500, 9000), (0, 500, 1000), (0, 1500, 3000)]
     assert [c.tokens for c in cells[:2]] == [9000 * 16 * 64, 1000 * 16 * 64]
-    assert grid.config_entries(cells)["architectures"]["d96_l12_s3000"]["train"] == {"steps": 3000,
-                                                                                     "checkpoints": [0, 1500, 3000]}
+    assert grid.config_entries(cells)["architectures"]["d96_l12_s3000"]["train"] == {
+        "steps": 3000,
+        "checkpoints": [0, 1500, 3000],
+    }
 
 
 def test_without_the_shared_axis_every_size_needs_its_own_steps():
@@ -68,14 +76,21 @@ def test_the_shipped_grids_cells_are_those_of_every_size_naming_the_shared_steps
 def test_the_cpu_grids_cells_are_unchanged():
     cells = grid.cells(load("configs/scaling.yaml"))
     assert [(c.name, c.checkpoints, c.lens_reference) for c in cells] == [
-        ("d48_l2_s300", (0, 300), True), ("d48_l2_s1500", (0, 1500), False), ("d96_l3_s300", (0, 300), False),
-        ("d96_l3_s1500", (0, 1500), False), ("d192_l5_s300", (0, 300), False)]
+        ("d48_l2_s300", (0, 300), True),
+        ("d48_l2_s1500", (0, 1500), False),
+        ("d96_l3_s300", (0, 300), False),
+        ("d96_l3_s1500", (0, 1500), False),
+        ("d192_l5_s300", (0, 300), False),
+    ]
 
 
-@pytest.mark.parametrize("scaling, message", [
-    ({"lens": []}, "scaling.c3_by_depth: no cell has the tuned lens"),
-    ({"lens": "all"}, "scaling.c3_by_depth: lens cells d48_l2_s300, d48_l2_s1500 share a depth of 2 layers"),
-])
+@pytest.mark.parametrize(
+    "scaling, message",
+    [
+        ({"lens": []}, "scaling.c3_by_depth: no cell has the tuned lens"),
+        ({"lens": "all"}, "scaling.c3_by_depth: lens cells d48_l2_s300, d48_l2_s1500 share a depth of 2 layers"),
+    ],
+)
 def test_c3_by_depth_needs_one_lens_cell_a_depth(scaling, message):
     with pytest.raises(PipelineError, match=message):
         grid.cells(_config(c3_by_depth=True, **scaling))
@@ -106,9 +121,20 @@ def _lens():
             for state in range(n + 1):
                 untied = (n - state) / 2 + seed / 100 if state < n else 0.0
                 tied = untied + n / 10 + (seed + 1) / 10 if state < n else 0.0
-                rows += [{"pair": cell, "role": role, "model": f"{cell}_{role}", "seed": seed, "layer": state,
-                          "lens": lens, "kl_bits": kl if lens == "tuned" else kl + 5, "n_windows": 768}
-                         for role, kl in (("tied", tied), ("untied", untied)) for lens in ("tuned", "logit")]
+                rows += [
+                    {
+                        "pair": cell,
+                        "role": role,
+                        "model": f"{cell}_{role}",
+                        "seed": seed,
+                        "layer": state,
+                        "lens": lens,
+                        "kl_bits": kl if lens == "tuned" else kl + 5,
+                        "n_windows": 768,
+                    }
+                    for role, kl in (("tied", tied), ("untied", untied))
+                    for lens in ("tuned", "logit")
+                ]
     return pd.DataFrame(rows)
 
 
@@ -118,11 +144,25 @@ def _scaling(c3=None):
     rows = []
     for cell, n in reversed(LAYERS.items()):
         steps = int(cell.split("_s")[1])
-        for claim, mean, verdict in (("LM", -0.8 - n / 100, "holds"),
-                                     ("C3", (c3 or {}).get(cell, n / 10 + 0.2), f"verdict of {n}")):
-            rows.append({"cell": cell, "hidden_size": 96, "layers": n, "steps": steps, "claim": claim,
-                         "token_set": ALL_TOKENS, "mean": mean, "ci_low": mean - 0.05 * n, "ci_high": mean + 0.07,
-                         "n_seeds": 3, "verdict": verdict})
+        for claim, mean, verdict in (
+            ("LM", -0.8 - n / 100, "holds"),
+            ("C3", (c3 or {}).get(cell, n / 10 + 0.2), f"verdict of {n}"),
+        ):
+            rows.append(
+                {
+                    "cell": cell,
+                    "hidden_size": 96,
+                    "layers": n,
+                    "steps": steps,
+                    "claim": claim,
+                    "token_set": ALL_TOKENS,
+                    "mean": mean,
+                    "ci_low": mean - 0.05 * n,
+                    "ci_high": mean + 0.07,
+                    "n_seeds": 3,
+                    "verdict": verdict,
+                }
+            )
         rows.append(rows[-1] | {"token_set": "drawn >= 100", "mean": 9.0})  # a comparable-token row: not read
     return pd.DataFrame(rows)
 
@@ -135,7 +175,10 @@ def test_each_depths_early_half_row_is_its_claims_tables_c3_beside_the_lens_mean
     assert list(early["states"]) == ["0", "0-1", "0-2"]
     assert early["mean"].tolist() == pytest.approx([0.4, 0.5, 0.8])
     assert early["ci_low"].tolist() == pytest.approx([0.3, 0.35, 0.5]) and list(early["verdict"]) == [
-        "verdict of 2", "verdict of 3", "verdict of 6"]
+        "verdict of 2",
+        "verdict of 3",
+        "verdict of 6",
+    ]
     assert early["lm_nats"].tolist() == pytest.approx([-0.82, -0.83, -0.86])
     # 3 layers, states 0 and 1: untied (1.5 + 1.0) / 2 + the seeds' 0.01; tied 0.3 + 0.2 above that
     assert early.loc["d96_l3_s600", ["untied_bits", "tied_bits"]].tolist() == pytest.approx([1.26, 1.76])
@@ -165,8 +208,11 @@ def test_every_state_has_the_seeds_mean_gap_and_interval_at_state_over_depth():
 
 
 def test_a_lens_metric_of_another_build_or_two_cells_of_one_depth_stop_in_one_line():
-    with pytest.raises(PipelineError, match=r"^C3 by depth: cell d96_l3_s600's lens metric gives C3 0.500000 bits, "
-                                            r"its claims table 0.510000; the two files are of different builds$"):
+    with pytest.raises(
+        PipelineError,
+        match=r"^C3 by depth: cell d96_l3_s600's lens metric gives C3 0.500000 bits, "
+        r"its claims table 0.510000; the two files are of different builds$",
+    ):
         c3_by_depth.c3_by_depth(_scaling({"d96_l3_s600": 0.51}), _lens())
     twin = _scaling().replace({"d96_l2_s900": "d96_l2_s1800"})
     twin.loc[twin["cell"] == "d96_l2_s1800", "layers"] = 3

@@ -5,12 +5,12 @@ Build outputs (.gitignore's paths: results/, figures/, logs/, runs/, benchmarks/
 outside the checkout (`../other/...`, `~/...`, `/path/...`) and placeholders (`{arch}`, `<pair>`,
 `...`) are not checked.
 """
+
 import fnmatch
 import re
 from pathlib import Path
 
 import yaml
-
 from snakerun import cli, planned_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,8 +137,12 @@ CONFIGFILE = re.compile(r"snakemake\b[^\n`]*?--configfile((?:[ \t]+[^\s`#(-][^\s
 def targets_after_configfile(text):
     """Words after a snakemake command's --configfile that are not YAML files: snakemake reads them as
     config files too (its --configfile takes several), so a target written there fails."""
-    return [word for files in CONFIGFILE.findall(text) for word in files.split()
-            if not word.rstrip(".,;:)").endswith((".yaml", ".yml"))]
+    return [
+        word
+        for files in CONFIGFILE.findall(text)
+        for word in files.split()
+        if not word.rstrip(".,;:)").endswith((".yaml", ".yml"))
+    ]
 
 
 def test_documented_snakemake_commands_put_targets_before_configfile():
@@ -151,9 +155,11 @@ def test_documented_snakemake_commands_put_targets_before_configfile():
 
 def test_the_checker_flags_what_does_not_exist():
     page = ROOT / "docs" / "index.md"
-    text = ("[a](missing.md) [b](../README.md#no-such-heading) [c](../README.md#install)\n"
-            "`src/tying/no_such_module.py` `configs/paper.yaml` `results/built.parquet` `{arch}/x`\n"
-            "```bash\n.venv/bin/python -m tying.no_such --config configs/nope.yaml\n```\n")
+    text = (
+        "[a](missing.md) [b](../README.md#no-such-heading) [c](../README.md#install)\n"
+        "`src/tying/no_such_module.py` `configs/paper.yaml` `results/built.parquet` `{arch}/x`\n"
+        "```bash\n.venv/bin/python -m tying.no_such --config configs/nope.yaml\n```\n"
+    )
     found = problems(page, text)
     assert len(found) == 5, found
     for name in ("missing.md", "#no-such-heading", "no_such_module.py", "tying.no_such", "nope.yaml"):
@@ -174,8 +180,11 @@ def documented_commands():
     for text in texts:
         for args in COMMAND.findall(text):
             words = args.split()
-            files = [w for w in words[words.index("--configfile") + 1:] if w.endswith(".yaml")] \
-                if "--configfile" in words else []
+            files = (
+                [w for w in words[words.index("--configfile") + 1 :] if w.endswith(".yaml")]
+                if "--configfile" in words
+                else []
+            )
             if any(s in words for s in SKIP) or not all((ROOT / f).is_file() for f in files):
                 continue
             seen.setdefault(" ".join(words), words)
@@ -188,8 +197,11 @@ def test_the_your_models_page_plans_as_written(tmp_path, monkeypatch):
     from hubfixtures import _olmo, tiny_tokenizer
 
     page = (ROOT / "docs" / "your-models.md").read_text()
-    overlays = [yaml.safe_load(block.split("\n", 1)[1].rsplit("```", 1)[0])
-                for block in FENCE.findall(page) if block.startswith("```yaml")]
+    overlays = [
+        yaml.safe_load(block.split("\n", 1)[1].rsplit("```", 1)[0])
+        for block in FENCE.findall(page)
+        if block.startswith("```yaml")
+    ]
     commands = [args.split() for chunk in split_code(page)[1] for args in COMMAND.findall(chunk)]
     assert len(overlays) == len(commands) == 2
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -226,8 +238,9 @@ def test_every_documented_command_plans(tmp_path, monkeypatch):
         monkeypatch.chdir(cwd)
         result = cli(["-s", str(ROOT / "Snakefile"), "-n", *args])
         # a config error ends stderr, an exception snakemake logs ends stdout
-        lines = [ln for ln in (result.stdout + result.stderr).splitlines()
-                 if ln.strip() and "specific profile" not in ln]
+        lines = [
+            ln for ln in (result.stdout + result.stderr).splitlines() if ln.strip() and "specific profile" not in ln
+        ]
         last = (lines or [""])[-1]
         empty_trajectory = "configs/trajectory.yaml" in words and "trajectory is empty" in last  # as its header says
         if result.returncode != 0 and not empty_trajectory:
@@ -244,7 +257,7 @@ def test_the_indexs_layout_names_every_package_module():
     """docs/index.md's layout gives each package folder a bullet naming every module in it: a module it leaves out
     is one a newcomer cannot find by reading the page."""
     text = (ROOT / "docs" / "index.md").read_text()
-    layout = text[text.index("## Layout"):]
+    layout = text[text.index("## Layout") :]
     bullets = re.split(r"\n\s*- ", layout)
     listed = {}
     for bullet in bullets:
@@ -253,7 +266,9 @@ def test_the_indexs_layout_names_every_package_module():
         if folder:
             listed.setdefault(folder.group(1), set()).update(names)
         listed.setdefault("src/tying/", set()).update(re.findall(r"`src/tying/([a-z0-9_]+\.py)`", bullet))
-    missing = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "src" / "tying").rglob("*.py"))
-               if p.name != "__init__.py"
-               and p.name not in listed.get(str(p.parent.relative_to(ROOT)) + "/", set())]
+    missing = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "src" / "tying").rglob("*.py"))
+        if p.name != "__init__.py" and p.name not in listed.get(str(p.parent.relative_to(ROOT)) + "/", set())
+    ]
     assert not missing, f"docs/index.md's layout does not name {missing}"

@@ -1,15 +1,16 @@
 """The docstrings corpus source: installed distributions' docstrings, the same documents and hash each build."""
+
 import copy
 
 import pytest
 import yaml
-
 from helpers import build_corpus
 from snakerun import ROOT
-from tying.plan.checks import check
+
 from tying.data.corpus import Digest, distribution_versions, docstring_documents, split_of
-from tying.errors import PipelineError
 from tying.data.shards import shard_documents
+from tying.errors import PipelineError
+from tying.plan.checks import check
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
@@ -19,8 +20,11 @@ SMALL = ["pluggy", "iniconfig"]  # pure Python, pinned in constraints.txt (pytes
 def test_two_builds_give_the_same_documents_size_and_hash():
     first, second = Digest(docstring_documents(SMALL)), Digest(docstring_documents(SMALL))
     assert list(first) == list(second)
-    assert first.summary() == second.summary() == (
-        "14 documents, 16,682 characters, sha256 335a1c051b0d57e7a8e573422443dca85c10e5a0323be4d8426eac8540fe95b3")
+    assert (
+        first.summary()
+        == second.summary()
+        == ("14 documents, 16,682 characters, sha256 335a1c051b0d57e7a8e573422443dca85c10e5a0323be4d8426eac8540fe95b3")
+    )
     assert distribution_versions(SMALL) == "pluggy 1.7.0, iniconfig 2.3.1"
 
 

@@ -1,18 +1,19 @@
 """C7 as a dose-response (configs/dose.yaml, tying.claims.c7_dose): the dose grid's runs, and the per-dose table."""
+
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-
 from snakerun import ROOT, snakemake
+
 from tying.claims.c7_dose import at_margin, dose_seed_values, dose_table, supports
 from tying.errors import PipelineError
 from tying.plan.checks import check
 from tying.plan.config import prepared
 from tying.plan.layers import load
-from tying.plan.run_params import run_params
 from tying.plan.pairs import scaled_variants, token_set_runs, trained_runs
+from tying.plan.run_params import run_params
 from tying.report.figures.c7_dose import plot_c7_dose
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -56,19 +57,38 @@ def _planted(toward_input, away_from_output):
     scaling, quality, provenance = [], [], {}
     for seed in SEEDS:
         for variant, dose in DOSES.items():
-            shift = {"input_u": toward_input(dose) - toward_input(1), "output_u": -(away_from_output(dose)
-                                                                                  - away_from_output(1))}
+            shift = {
+                "input_u": toward_input(dose) - toward_input(1),
+                "output_u": -(away_from_output(dose) - away_from_output(1)),
+            }
             for reference, moved in shift.items():
                 for target, base in (("true", 0.4), ("permuted", 0.1)):
-                    scaling.append({"pair": "main", "seed": seed, "step": 1000, "variant": variant,
-                                    "reference": reference, "scored": "held_out", "target": target,
-                                    "cosine": base + 0.05 * seed + (moved if target == "true" else 0.0)})
+                    scaling.append(
+                        {
+                            "pair": "main",
+                            "seed": seed,
+                            "step": 1000,
+                            "variant": variant,
+                            "reference": reference,
+                            "scored": "held_out",
+                            "target": target,
+                            "cosine": base + 0.05 * seed + (moved if target == "true" else 0.0),
+                        }
+                    )
             steps = np.arange(1, 11)
-            provenance[(variant, seed)] = pd.DataFrame({"step": steps, "g_in": dose * np.ones(10),
-                                                        "g_out": 3 * np.ones(10)})
-            quality += [{"seed": seed, "role": variant, "variant": variant, "step": s,
-                         "margin": (-0.5 - 0.01 * dose + 0.01 * (seed - 1)) * (1 if s == 1000 else 0)}
-                        for s in (500, 1000)]
+            provenance[(variant, seed)] = pd.DataFrame(
+                {"step": steps, "g_in": dose * np.ones(10), "g_out": 3 * np.ones(10)}
+            )
+            quality += [
+                {
+                    "seed": seed,
+                    "role": variant,
+                    "variant": variant,
+                    "step": s,
+                    "margin": (-0.5 - 0.01 * dose + 0.01 * (seed - 1)) * (1 if s == 1000 else 0),
+                }
+                for s in (500, 1000)
+            ]
     return pd.DataFrame(scaling), pd.DataFrame(quality), provenance
 
 
@@ -115,12 +135,33 @@ def _reference(ceiling_in, ceiling_out, tied_by_step):
     rows = []
     for seed in SEEDS:
         for target, scale in (("true", 1.0), ("permuted", 0.0)):
-            rows += [{"pair": "main", "seed": seed, "kind": "ceiling", "step": 1000, "reference": ref,
-                      "scored": "held_out", "target": target, "cosine": scale * value}
-                     for ref, value in (("input_u", ceiling_in), ("output_u", ceiling_out))]
-            rows += [{"pair": "main", "seed": seed, "kind": "tied", "step": step, "reference": ref,
-                      "scored": "held_out", "target": target, "cosine": scale * (value + 0.05 * seed)}
-                     for step, pair in tied_by_step.items() for ref, value in zip(("input_u", "output_u"), pair)]
+            rows += [
+                {
+                    "pair": "main",
+                    "seed": seed,
+                    "kind": "ceiling",
+                    "step": 1000,
+                    "reference": ref,
+                    "scored": "held_out",
+                    "target": target,
+                    "cosine": scale * value,
+                }
+                for ref, value in (("input_u", ceiling_in), ("output_u", ceiling_out))
+            ]
+            rows += [
+                {
+                    "pair": "main",
+                    "seed": seed,
+                    "kind": "tied",
+                    "step": step,
+                    "reference": ref,
+                    "scored": "held_out",
+                    "target": target,
+                    "cosine": scale * (value + 0.05 * seed),
+                }
+                for step, pair in tied_by_step.items()
+                for ref, value in zip(("input_u", "output_u"), pair)
+            ]
     return pd.DataFrame(rows)
 
 
@@ -142,9 +183,14 @@ def test_a_dose_is_compared_with_the_tied_run_at_its_own_margin(tmp_path):
     0.402 and 0.38. x5, better than the tied run ever got, has no match."""
     scaling, _, provenance = _planted(lambda d: 0.002 * d, lambda d: 0.02 * d)
     final = {"tied": -0.6, "tied_x2": -0.5, "tied_x5": -0.7}
-    quality = pd.DataFrame([{"seed": seed, "role": v, "variant": v, "step": step, "margin": margin}
-                            for seed in SEEDS for v, m in final.items()
-                            for step, margin in ((500, -0.2 if v == "tied" else 0.0), (1000, m))])
+    quality = pd.DataFrame(
+        [
+            {"seed": seed, "role": v, "variant": v, "step": step, "margin": margin}
+            for seed in SEEDS
+            for v, m in final.items()
+            for step, margin in ((500, -0.2 if v == "tied" else 0.0), (1000, m))
+        ]
+    )
     reference = _reference(0.5, 0.8, {500: (0.2, 0.2), 1000: (0.4, 0.4)})
     table = dose_table(dose_seed_values(scaling, quality, provenance, DOSES, reference=reference)).set_index("variant")
     assert table.loc["tied_x2", "equal_step_mean"] == pytest.approx(875)

@@ -1,4 +1,5 @@
 """Table 7's downstream numbers: perplexity on a text, lm-eval accuracies, and the table beside the paper."""
+
 import importlib.util
 import json
 import math
@@ -9,18 +10,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 import yaml
-
 from conftest import tiny_model, word_tokenizer
 from snakerun import ROOT, planned_jobs, snakemake
-from tying.plan.layers import load
-from tying.metrics.downstream import perplexity, text_documents, write_text
+
 from tying.errors import PipelineError
+from tying.metrics.downstream import perplexity, text_documents, write_text
+from tying.metrics.zero_shot import lm_eval_scores, task_index
+from tying.plan.layers import load
 from tying.report.tables import table7
-from tying.metrics.zero_shot import task_index, lm_eval_scores
 
 HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
-needs_lm_eval = pytest.mark.skipif(not HAS_LM_EVAL, reason="lm-eval is not installed (the `eval` extra: "
-                                                            "pip install -c constraints.txt -e '.[eval]')")
+needs_lm_eval = pytest.mark.skipif(
+    not HAS_LM_EVAL,
+    reason="lm-eval is not installed (the `eval` extra: " "pip install -c constraints.txt -e '.[eval]')",
+)
 
 
 def test_perplexity_is_the_mean_cross_entropy_of_non_overlapping_windows():
@@ -41,25 +44,58 @@ def test_perplexity_is_the_mean_cross_entropy_of_non_overlapping_windows():
 def test_text_documents_are_joined_by_a_blank_line(tmp_path):
     (tmp_path / "a.txt").write_text("  first document\n")
     (tmp_path / "b.jsonl").write_text('{"text": "second"}\n\n{"text": "third"}\n')
-    write_text(text_documents({"source": "local", "paths": [str(tmp_path / "a.txt"), str(tmp_path / "b.jsonl")]}),
-               tmp_path / "text.txt")
+    write_text(
+        text_documents({"source": "local", "paths": [str(tmp_path / "a.txt"), str(tmp_path / "b.jsonl")]}),
+        tmp_path / "text.txt",
+    )
     assert (tmp_path / "text.txt").read_text() == "first document\n\nsecond\n\nthird"
 
 
 def loss_frame():
-    return pd.DataFrame([{"arch": "olmo", "variant": v, "seed": s, "step": step, "val_loss": loss,
-                          "perplexity": math.exp(loss), "bigram_loss": 4.0, "margin": loss - 4.0, "unigram_loss": 6.0}
-                         for v in ("tied", "tied_x5") for s in (0, 1) for step, loss in ((0, 9.0), (10, 3.0 + s))])
+    return pd.DataFrame(
+        [
+            {
+                "arch": "olmo",
+                "variant": v,
+                "seed": s,
+                "step": step,
+                "val_loss": loss,
+                "perplexity": math.exp(loss),
+                "bigram_loss": 4.0,
+                "margin": loss - 4.0,
+                "unigram_loss": 6.0,
+            }
+            for v in ("tied", "tied_x5")
+            for s in (0, 1)
+            for step, loss in ((0, 9.0), (10, 3.0 + s))
+        ]
+    )
 
 
 def test_table7_puts_the_paper_numbers_beside_a_measured_wikitext2_column():
-    downstream = pd.DataFrame([{"arch": "olmo", "variant": v, "seed": s, "step": 10, "metric": m, "value": x}
-                               for v in ("tied", "tied_x5") for s in (0, 1)
-                               for m, x in (("WikiText-2 perplexity", 30.0 + s), ("arc_easy acc", 0.4))])
+    downstream = pd.DataFrame(
+        [
+            {"arch": "olmo", "variant": v, "seed": s, "step": 10, "metric": m, "value": x}
+            for v in ("tied", "tied_x5")
+            for s in (0, 1)
+            for m, x in (("WikiText-2 perplexity", 30.0 + s), ("arc_easy acc", 0.4))
+        ]
+    )
     table = table7(pd.concat([loss_frame(), downstream], ignore_index=True)).set_index("variant")
-    assert list(table.columns[:12]) == ["arch", "val loss", "bigram table", "val loss - bigram", "unigram table",
-                                        "perplexity", "WikiText-2 perplexity", "WikiText-2 perplexity (paper)",
-                                        "arc_easy acc", "interval", "n_seeds", "val_loss_mean"]
+    assert list(table.columns[:12]) == [
+        "arch",
+        "val loss",
+        "bigram table",
+        "val loss - bigram",
+        "unigram table",
+        "perplexity",
+        "WikiText-2 perplexity",
+        "WikiText-2 perplexity (paper)",
+        "arc_easy acc",
+        "interval",
+        "n_seeds",
+        "val_loss_mean",
+    ]
     assert table.loc["tied", "WikiText-2 perplexity (paper)"] == "35.71"
     assert table.loc["tied_x5", "WikiText-2 perplexity (paper)"] == "36.64"
     assert table.loc["tied", "WikiText-2 perplexity_mean"] == pytest.approx(30.5)
@@ -88,8 +124,14 @@ metric_list:
 
 def write_task(folder, n=12):
     """A local lm-eval multiple-choice task over the word tokenizer's vocabulary; its folder."""
-    docs = [{"question": f"t{1 + i % 7} t{2 + i % 5} t{3 + i % 3}", "choices": [f"t{10 + i % 4}", f"t{20 + i % 6} t5", "t9"],
-             "answer": i % 3} for i in range(n)]
+    docs = [
+        {
+            "question": f"t{1 + i % 7} t{2 + i % 5} t{3 + i % 3}",
+            "choices": [f"t{10 + i % 4}", f"t{20 + i % 6} t5", "t9"],
+            "answer": i % 3,
+        }
+        for i in range(n)
+    ]
     (folder / "tiny.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
     (folder / "tiny_choice.yaml").write_text(TASK.format(data=folder / "tiny.jsonl"))
     return docs
@@ -117,7 +159,7 @@ def test_lm_eval_accuracy_is_the_share_of_questions_whose_answer_is_most_likely(
             for choice in doc["choices"]:
                 cont = tok(" " + choice)["input_ids"]
                 x = torch.tensor([context + cont])
-                logp = model(input_ids=x[:, :-1]).logits.log_softmax(-1)[0, len(context) - 1:]
+                logp = model(input_ids=x[:, :-1]).logits.log_softmax(-1)[0, len(context) - 1 :]
                 logliks.append(logp.gather(1, torch.tensor(cont)[:, None]).sum().item())
             right += max(range(len(logliks)), key=logliks.__getitem__) == doc["answer"]
     assert scores["metric"].tolist() == ["tiny_choice acc"]

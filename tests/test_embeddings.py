@@ -72,7 +72,10 @@ def test_sharded_checkpoint(tmp_path):
     d = tmp_path / "sharded"
     d.mkdir()
     emb_in, emb_out = torch.randn(10, 3), torch.randn(10, 3)
-    save_file({"model.embed_tokens.weight": emb_in, "model.norm.weight": torch.ones(3)}, str(d / "model-00001-of-00002.safetensors"))
+    save_file(
+        {"model.embed_tokens.weight": emb_in, "model.norm.weight": torch.ones(3)},
+        str(d / "model-00001-of-00002.safetensors"),
+    )
     save_file({"lm_head.weight": emb_out}, str(d / "model-00002-of-00002.safetensors"))
     weight_map = {
         "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
@@ -115,7 +118,9 @@ def test_shared_tokens_of_two_tokenizers(tmp_path):
     (tmp_path / "b").mkdir()
     write_tokenizer(tmp_path / "a", WORDS)
     write_tokenizer(tmp_path / "b", other)
-    idx_a, idx_b = shared_tokens(read_tokens(tmp_path / "a" / "tokenizer.json"), read_tokens(tmp_path / "b" / "tokenizer.json"))
+    idx_a, idx_b = shared_tokens(
+        read_tokens(tmp_path / "a" / "tokenizer.json"), read_tokens(tmp_path / "b" / "tokenizer.json")
+    )
     # [UNK]: 0<->0, the: 1<->3, dog: 4<->1, far: 9<->4, in increasing idx_a.
     assert idx_a.tolist() == [0, 1, 4, 9]
     assert idx_b.tolist() == [0, 3, 1, 4]
@@ -162,15 +167,18 @@ def test_an_unstated_tie_follows_the_model_types_class_default(tmp_path):
     from transformers import GPTNeoConfig, GPTNeoXConfig
 
     wte = torch.randn(10, 4)
-    neo = write_model(tmp_path / "neo", {"transformer.wte.weight": wte, "lm_head.weight": torch.randn(10, 4)},
-                      class_default_config(GPTNeoConfig, num_layers=1, num_heads=2,
-                                           attention_types=[[["global"], 1]]))
+    neo = write_model(
+        tmp_path / "neo",
+        {"transformer.wte.weight": wte, "lm_head.weight": torch.randn(10, 4)},
+        class_default_config(GPTNeoConfig, num_layers=1, num_heads=2, attention_types=[[["global"], 1]]),
+    )
     e = load_embeddings(neo)
     assert e.tied and e.input is e.output and torch.equal(e.input, wte)
     neox_config = class_default_config(GPTNeoXConfig, num_attention_heads=2)
     emb_in, emb_out = torch.randn(10, 4), torch.randn(10, 4)
-    neox = write_model(tmp_path / "neox", {"gpt_neox.embed_in.weight": emb_in, "embed_out.weight": emb_out},
-                       neox_config)
+    neox = write_model(
+        tmp_path / "neox", {"gpt_neox.embed_in.weight": emb_in, "embed_out.weight": emb_out}, neox_config
+    )
     e = load_embeddings(neox)
     assert not e.tied and torch.equal(e.output, emb_out)
     half = write_model(tmp_path / "half", {"gpt_neox.embed_in.weight": emb_in}, neox_config)
@@ -180,8 +188,11 @@ def test_an_unstated_tie_follows_the_model_types_class_default(tmp_path):
 
 def test_matrix_rows_keep_the_padding_rows_with_no_token(tmp_path):
     emb_in, emb_out = torch.randn(16, 4), torch.randn(16, 4)
-    d = write_model(tmp_path / "olmo", {"model.embed_tokens.weight": emb_in, "lm_head.weight": emb_out},
-                    {"tie_word_embeddings": False})
+    d = write_model(
+        tmp_path / "olmo",
+        {"model.embed_tokens.weight": emb_in, "lm_head.weight": emb_out},
+        {"tie_word_embeddings": False},
+    )
     e = load_embeddings(d, rows="matrix")
     assert torch.equal(e.input, emb_in) and torch.equal(e.output, emb_out)
     assert e.tokens == (*WORDS, *[None] * 6)
@@ -195,8 +206,8 @@ def test_matrix_rows_keep_the_padding_rows_with_no_token(tmp_path):
 
 def test_one_tokenizer_with_different_padded_row_counts_is_compared_by_id():
     # Qwen2.5-0.5B stores 151,936 rows and Qwen2.5-7B 152,064 for one tokenizer of 151,665 ids (rows: matrix).
-    from tying.metrics.alignment import alignment_frame
     from tying.checkpoints.embeddings import Embeddings
+    from tying.metrics.alignment import alignment_frame
     from tying.metrics.knn_overlap import knn_frame
 
     def padded(rows, real, seed):

@@ -1,5 +1,6 @@
 """Software deployment: the rules' conda environment, the container image built from the same pins,
 and jobs that import `tying` from the workflow tree in a Python without the package installed."""
+
 import ast
 import importlib.metadata
 import json
@@ -19,18 +20,21 @@ from packaging.utils import canonicalize_name
 from snakemake.api import SnakemakeApi
 from snakemake.settings.enums import Quietness
 from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
-
 from snakerun import ROOT, snakemake
 
 SRC = ROOT / "src"
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
-PINS = {canonicalize_name(name): version for name, version in
-        (line.split("==") for line in (ROOT / "constraints.txt").read_text().split() if "==" in line)}
+PINS = {
+    canonicalize_name(name): version
+    for name, version in (line.split("==") for line in (ROOT / "constraints.txt").read_text().split() if "==" in line)
+}
 # The optional extras (lm-eval for Table 7's zero-shot accuracies) are pinned in pyproject.toml instead.
-PINS |= {canonicalize_name(name.split("[")[0]): version
-         for extra in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].values()
-         for name, version in (entry.split("==") for entry in extra)}
+PINS |= {
+    canonicalize_name(name.split("[")[0]): version
+    for extra in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].values()
+    for name, version in (entry.split("==") for entry in extra)
+}
 # A pip entry is a name pinned to a version and nothing else: no path, URL, option or editable install.
 PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+!-]*)$")
 
@@ -43,9 +47,12 @@ def load_rules(workdir):
         mp.setattr(sys, "path", list(sys.path))
         mp.setenv("PYTHONPATH", "")
         with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            workflow = api.workflow(resource_settings=ResourceSettings(), snakefile=ROOT / "Snakefile",
-                                    config_settings=ConfigSettings(configfiles=[workdir / "config.yaml"]),
-                                    workdir=workdir)._workflow
+            workflow = api.workflow(
+                resource_settings=ResourceSettings(),
+                snakefile=ROOT / "Snakefile",
+                config_settings=ConfigSettings(configfiles=[workdir / "config.yaml"]),
+                workdir=workdir,
+            )._workflow
             pythonpath = os.environ["PYTHONPATH"]
             rules = []
             for rule in workflow.rules:
@@ -167,8 +174,12 @@ def python_without_tying(tmp_path_factory):
     env = tmp_path_factory.mktemp("python") / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     python = env / "bin" / "python"
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     # A path listed in a .pth file joins sys.path, but the .pth files inside it (the editable hook) do not run.
     (Path(purelib) / "third_party.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
@@ -176,16 +187,39 @@ def python_without_tying(tmp_path_factory):
 
 def test_a_workflow_script_imports_tying_from_the_tree_in_a_python_without_it(python_without_tying, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probe = subprocess.run([python_without_tying, "-c", "import pandas, snakemake, torch; import tying"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    probe = subprocess.run(
+        [python_without_tying, "-c", "import pandas, snakemake, torch; import tying"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert "No module named 'tying'" in probe.stderr  # the third-party packages import, tying does not
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"text": f"document number {i}"}) + "\n" for i in range(40)))
     config = {**MICRO, "corpus": {"source": "local", "paths": [str(docs)]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run([python_without_tying, "-m", "snakemake", "--until", "corpus", "-s", ROOT / "Snakefile",
-                          "-d", tmp_path, "--cores", "1", "--replace-workflow-config", "--configfile", tmp_path / "config.yaml"],
-                         capture_output=True, text=True, env=env)
+    run = subprocess.run(
+        [
+            python_without_tying,
+            "-m",
+            "snakemake",
+            "--until",
+            "corpus",
+            "-s",
+            ROOT / "Snakefile",
+            "-d",
+            tmp_path,
+            "--cores",
+            "1",
+            "--replace-workflow-config",
+            "--configfile",
+            tmp_path / "config.yaml",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     written = sorted((tmp_path / "results" / "corpus").glob("*.parquet"))
     assert written and sum(len(pd.read_parquet(path)) for path in written) == 40
@@ -198,9 +232,14 @@ def tool_stubs(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     info = json.dumps({"conda_prefix": str(tmp_path / "conda"), "platform": "linux-64"})
-    answers = {"conda": {"info --json": info, "--version": "conda 24.7.1",
-                         "config --get channel_priority --json": '{"get": {"channel_priority": "strict"}}'},
-               "apptainer": {"--version": "apptainer version 1.3.4"}}
+    answers = {
+        "conda": {
+            "info --json": info,
+            "--version": "conda 24.7.1",
+            "config --get channel_priority --json": '{"get": {"channel_priority": "strict"}}',
+        },
+        "apptainer": {"--version": "apptainer version 1.3.4"},
+    }
     for tool, replies in answers.items():
         cases = "".join(f"  '{args}') echo '{reply}';;\n" for args, reply in replies.items())
         (bin_dir / tool).write_text(f'#!/bin/sh\ncase "$*" in\n{cases}  *) exit 1;;\nesac\n')
@@ -220,7 +259,8 @@ def test_apptainer_runs_need_an_image(tool_stubs, tmp_path):
     missing = snakemake(tmp_path, "-n", "--sdm", "apptainer", config=MICRO, env=env)
     assert missing.returncode == 1
     assert missing.stderr.strip().splitlines()[-1] == (
-        f"error: --sdm apptainer: no image {image}; build it (docs/cluster.md, Software deployment) or set TYING_IMAGE")
+        f"error: --sdm apptainer: no image {image}; build it (docs/cluster.md, Software deployment) or set TYING_IMAGE"
+    )
     image.touch()
     planned = snakemake(tmp_path, "-n", "--sdm", "apptainer", config=MICRO, env=env)
     assert planned.returncode == 0 and "Job stats:" in planned.stdout, planned.stderr[-3000:]

@@ -1,22 +1,32 @@
 """Claims by exposure, the comparable-token rows, the calibrating controls, and claims over training on
 the tokens seen by each checkpoint."""
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hubfixtures import build_survey_cache, snapshot_dir
 
-from tying.claims import definitions, statistics, verdicts
-from tying.metrics.alignment import alignment_frame, token_split
 from tying.checkpoints.controls import control_model
 from tying.checkpoints.embeddings import Embeddings, load_embeddings
+from tying.claims import definitions, statistics, verdicts
+from tying.claims.claims_over_training import point_rows
+from tying.claims.exposure import (
+    ALL_TOKENS,
+    comparable_rows,
+    exposure_table,
+    pairs_values,
+    strata,
+    strata_text,
+    stratum_labels,
+    token_values,
+    with_draws,
+)
+from tying.data.token_sets import seen_by
+from tying.metrics.alignment import alignment_frame, token_split
 from tying.metrics.evolution import evolution_frames
-from tying.claims.exposure import (ALL_TOKENS, comparable_rows, exposure_table, pairs_values, strata, strata_text,
-                                   stratum_labels, token_values, with_draws)
-from hubfixtures import build_survey_cache, snapshot_dir
 from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
-from tying.data.token_sets import seen_by
-from tying.claims.claims_over_training import point_rows
 
 SEEDS = (0, 1, 2)
 V, D = 400, 12
@@ -36,11 +46,16 @@ def _planted_drift(seed, rare_gap):
     drawn = np.r_[rng.integers(1, 10, 300), rng.integers(100, 1000, 100)]
     base = rng.uniform(0.3, 0.6, V)
     drift_in = base + np.where(drawn < 10, rare_gap, 0.0) + rng.normal(0, 0.01, V)
-    per_token = pd.concat([pd.DataFrame({"run": "main", "seed": seed, "matrix": m, "step": 300,
-                                         "token_id": np.arange(V), "drift": d})
-                           for m, d in (("input", drift_in), ("output", base))], ignore_index=True)
-    token_set = pd.DataFrame({"pair": "main", "seed": seed, "token_id": np.arange(V), "drawn": drawn,
-                              "per_million": drawn / 1e5 * 1e6})
+    per_token = pd.concat(
+        [
+            pd.DataFrame({"run": "main", "seed": seed, "matrix": m, "step": 300, "token_id": np.arange(V), "drift": d})
+            for m, d in (("input", drift_in), ("output", base))
+        ],
+        ignore_index=True,
+    )
+    token_set = pd.DataFrame(
+        {"pair": "main", "seed": seed, "token_id": np.arange(V), "drawn": drawn, "per_million": drawn / 1e5 * 1e6}
+    )
     return per_token, token_set
 
 
@@ -81,8 +96,17 @@ def test_the_all_token_stratum_of_c1_and_c2_is_the_claims_tables_value():
         ids = {"pair": "main", "seed": seed, "step": 300}
         alignment.append(with_ids(alignment_frame(untied, tied, maps=("linear",)), ids))
         knn.append(with_ids(knn_frame(untied, tied, ks=(5,)), ids))
-        sets.append(pd.DataFrame({"pair": "main", "seed": seed, "token_id": np.arange(V),
-                                  "drawn": np.arange(V) + 1, "per_million": np.nan}))
+        sets.append(
+            pd.DataFrame(
+                {
+                    "pair": "main",
+                    "seed": seed,
+                    "token_id": np.arange(V),
+                    "drawn": np.arange(V) + 1,
+                    "per_million": np.nan,
+                }
+            )
+        )
     alignment, knn = pd.concat(alignment), pd.concat(knn)
     values = pairs_values(["main"], pd.concat(sets), alignment, knn, k=5)
     table = exposure_table(values, EDGES, 30).set_index(["claim", "stratum"])
@@ -122,8 +146,9 @@ def test_the_positive_control_is_c1_with_a_second_runs_output_matrix_as_tied(tmp
     assert positive.tied and torch.equal(positive.input, second.output)
     g = torch.Generator().manual_seed(3)
     n, d = second.output.shape
-    untied = Embeddings(torch.randn(n, d, generator=g), second.output + 0.5 * torch.randn(n, d, generator=g),
-                        False, second.tokens)  # the claims pair's untied run: its output rows like the control's
+    untied = Embeddings(
+        torch.randn(n, d, generator=g), second.output + 0.5 * torch.randn(n, d, generator=g), False, second.tokens
+    )  # the claims pair's untied run: its output rows like the control's
     frame = with_ids(alignment_frame(untied, positive, maps=("linear",)), {"pair": "positive", "seed": 0, "step": 1})
     ours = statistics.alignment_gap(frame, pair="positive").iloc[0]
     assert ours == pytest.approx(_numpy_c1(untied, positive.input), abs=1e-5)
@@ -163,8 +188,18 @@ def test_claims_over_training_leave_out_tokens_first_drawn_after_the_checkpoint(
     keep = seen_by(by_step, 50, 1)
     assert keep.tolist() == list(range(200, V))
     tied = Embeddings(mid_out, mid_out, True, TOKENS)
-    rows = point_rows(runs[1][1], tied, {}, keep, per_token, ids={"pair": "main", "seed": 0, "step": 50},
-                      analysis={"held_out": 0.2, "split_seed": 0}, k=5, approximate=False, scaled_variant=None)
+    rows = point_rows(
+        runs[1][1],
+        tied,
+        {},
+        keep,
+        per_token,
+        ids={"pair": "main", "seed": 0, "step": 50},
+        analysis={"held_out": 0.2, "split_seed": 0},
+        k=5,
+        approximate=False,
+        scaled_variant=None,
+    )
     c4 = rows[(rows["claim"] == "C4") & (rows["kind"] == "value")]["value"].iloc[0]
     cos = torch.nn.functional.cosine_similarity
     expected = (cos(mid_in[200:], start_in[200:], dim=1) - cos(mid_out[200:], start_out[200:], dim=1)).mean().item()

@@ -1,15 +1,16 @@
 """Each figure function writes a PDF and draws the numbers its metric frame provides."""
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tying.errors import PipelineError
+from tying.metrics.norm_frequency import binned_norms
 from tying.report.figures.alignment_hist import plot_alignment_hist
 from tying.report.figures.claims_over_training import plot_claims_over_training
 from tying.report.figures.evolution import plot_evolution
 from tying.report.figures.grad_flow import plot_grad_flow
 from tying.report.figures.norm_frequency import plot_norm_frequency
-from tying.metrics.norm_frequency import binned_norms
 
 RNG = np.random.default_rng(0)
 
@@ -21,15 +22,25 @@ def _is_pdf(path):
 
 def test_alignment_hist_marks_the_table_means_over_the_chance_level(tmp_path):
     rows = [
-        ("main", seed, 300, comparison, "linear", "in_sample", target, token,
-         (mean + 0.1 * seed if target == "true" else 0.15) + (0.05 if token % 2 else -0.05))
+        (
+            "main",
+            seed,
+            300,
+            comparison,
+            "linear",
+            "in_sample",
+            target,
+            token,
+            (mean + 0.1 * seed if target == "true" else 0.15) + (0.05 if token % 2 else -0.05),
+        )
         for seed in (0, 1)
         for comparison, mean in (("input_u->tied", 0.5), ("output_u->tied", 0.7), ("input_u->output_u", 0.0))
         for target in ("true", "permuted")
         for token in range(50)
     ]
-    alignment = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "scored", "target",
-                                            "token_id", "cosine"])
+    alignment = pd.DataFrame(
+        rows, columns=["pair", "seed", "step", "comparison", "map", "scored", "target", "token_id", "cosine"]
+    )
     held_out = alignment.assign(scored="held_out", cosine=-1.0)  # must not reach the figure
     fig = plot_alignment_hist(pd.concat([alignment, held_out]), tmp_path / "fig1.pdf")
     assert _is_pdf(tmp_path / "fig1.pdf")
@@ -37,16 +48,20 @@ def test_alignment_hist_marks_the_table_means_over_the_chance_level(tmp_path):
     dashed = sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--")
     assert dashed == pytest.approx([0.55, 0.75])  # Table 1's in-sample means over seeds
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["Input(U) -> Tied (mean 0.550)", "Output(U) -> Tied (mean 0.750)",
-                      "chance: rows permuted (mean 0.150)"]
+    assert legend == [
+        "Input(U) -> Tied (mean 0.550)",
+        "Output(U) -> Tied (mean 0.750)",
+        "chance: rows permuted (mean 0.150)",
+    ]
     grey = [p for p in ax.patches if p.get_facecolor()[:3] == pytest.approx((0.6, 0.6, 0.6))]
     assert grey and min(p.get_x() for p in grey) == pytest.approx(0.1, abs=0.01)  # the chance histogram
     with pytest.raises(PipelineError):
         plot_alignment_hist(alignment, tmp_path / "none.pdf", pair="family")
     assert not (tmp_path / "none.pdf").exists()
     assert ax.get_title() == "main, step 300: tokens pooled over 2 seeds"
-    released = plot_alignment_hist(alignment[alignment["seed"] == 0].assign(step=0), tmp_path / "local.pdf",
-                                   models="tied-dir vs untied-dir")
+    released = plot_alignment_hist(
+        alignment[alignment["seed"] == 0].assign(step=0), tmp_path / "local.pdf", models="tied-dir vs untied-dir"
+    )
     assert released.axes[0].get_title() == "main, tied-dir vs untied-dir: one pair of models"  # not "step 0"
 
 
@@ -72,11 +87,21 @@ def test_evolution_draws_drift_and_change(tmp_path):
 def _grad_flow():
     steps = np.arange(60)
     g_in, g_out = np.exp(RNG.normal(0, 0.3, 60)), 4 * np.exp(RNG.normal(0, 0.3, 60))
-    return pd.DataFrame({
-        "pair": "main", "seed": 0, "variant": "tied", "step": steps, "g_in": g_in, "g_out": g_out,
-        "g_in_roll": 0.7, "g_out_roll": 3.0,  # constants: the plot must draw these, not its own means
-        "in_share": g_in / (g_in + g_out), "out_share": g_out / (g_in + g_out), "proxy_out_share": 0.6,
-    })
+    return pd.DataFrame(
+        {
+            "pair": "main",
+            "seed": 0,
+            "variant": "tied",
+            "step": steps,
+            "g_in": g_in,
+            "g_out": g_out,
+            "g_in_roll": 0.7,
+            "g_out_roll": 3.0,  # constants: the plot must draw these, not its own means
+            "in_share": g_in / (g_in + g_out),
+            "out_share": g_out / (g_in + g_out),
+            "proxy_out_share": 0.6,
+        }
+    )
 
 
 def test_grad_flow_draws_the_frames_rolling_means(tmp_path):
@@ -96,8 +121,17 @@ def test_grad_flow_draws_the_frames_rolling_means(tmp_path):
 def test_norm_frequency_three_panels(tmp_path):
     counts = np.r_[0, np.floor(10 ** RNG.uniform(0, 5, 299))].astype(int)
     rows = pd.concat(
-        pd.DataFrame({"pair": "main", "seed": 0, "matrix": m, "token_id": np.arange(300), "drawn": counts,
-                      "per_million": counts * 2.0, "norm": 1 + scale * np.log10(np.maximum(counts, 1))})
+        pd.DataFrame(
+            {
+                "pair": "main",
+                "seed": 0,
+                "matrix": m,
+                "token_id": np.arange(300),
+                "drawn": counts,
+                "per_million": counts * 2.0,
+                "norm": 1 + scale * np.log10(np.maximum(counts, 1)),
+            }
+        )
         for m, scale in (("untied_input", 0.0), ("untied_output", 0.3), ("tied", 0.5))
     )
     fig = plot_norm_frequency(rows, tmp_path / "fig5.pdf")
@@ -114,19 +148,47 @@ def test_norm_frequency_three_panels(tmp_path):
 def test_a_figure_rule_without_a_figure_is_one_line(tmp_path):
     from tying.report.figures.registry import draw
 
-    with pytest.raises(PipelineError, match=r"^no figure is registered for rule 'fig99' \(tying.report.figures.registry: fig1, "):
+    with pytest.raises(
+        PipelineError, match=r"^no figure is registered for rule 'fig99' \(tying.report.figures.registry: fig1, "
+    ):
         draw("fig99", pd.DataFrame(), tmp_path / "fig99.pdf", pair="main")
     assert not (tmp_path / "fig99.pdf").exists()
 
 
 def test_claims_over_training_opens_with_the_losses_against_both_count_tables(tmp_path):
     steps = [0, 100, 200]
-    table = pd.DataFrame([{"pair": "main", "claim": "C1", "step": s, "tokens": s * 1024, "mean": 0.1 * s / 100,
-                           "ci_low": 0.0, "ci_high": 0.3, "chance_mean": 0.0, "paper_value": 0.194} for s in steps[1:]])
-    quality = pd.DataFrame([{"pair": "main", "seed": seed, "role": role, "step": s,
-                             "val_loss": 7.0 - s / 50 - (role == "untied") * 0.1 + 0.01 * seed,
-                             "bigram_loss": 7.0 - s / 100, "unigram_loss": 6.0}
-                            for seed in (0, 1) for role in ("tied", "untied", "tied_x5") for s in steps])
+    table = pd.DataFrame(
+        [
+            {
+                "pair": "main",
+                "claim": "C1",
+                "step": s,
+                "tokens": s * 1024,
+                "mean": 0.1 * s / 100,
+                "ci_low": 0.0,
+                "ci_high": 0.3,
+                "chance_mean": 0.0,
+                "paper_value": 0.194,
+            }
+            for s in steps[1:]
+        ]
+    )
+    quality = pd.DataFrame(
+        [
+            {
+                "pair": "main",
+                "seed": seed,
+                "role": role,
+                "step": s,
+                "val_loss": 7.0 - s / 50 - (role == "untied") * 0.1 + 0.01 * seed,
+                "bigram_loss": 7.0 - s / 100,
+                "unigram_loss": 6.0,
+            }
+            for seed in (0, 1)
+            for role in ("tied", "untied", "tied_x5")
+            for s in steps
+        ]
+    )
     fig = plot_claims_over_training(table, tmp_path / "cot.pdf", quality=quality)
     assert _is_pdf(tmp_path / "cot.pdf")
     loss, c1 = fig.axes[:2]

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
-
 from helpers import grad_flow_summary
+
 from tying.errors import PipelineError
 from tying.metrics.grad_flow import grad_flow_frame
 
@@ -10,22 +10,33 @@ def provenance(steps=50):
     step = list(range(1, steps + 1))
     g_in = [1.0] * steps
     g_out = [float(s % 4 + 1) for s in step]  # 2, 3, 4, 1, 2, ...: ratio g_out / g_in
-    return pd.DataFrame({
-        "step": step[::-1],  # unordered input
-        "loss": 1.0,
-        "g_in_raw": 0.5,
-        "g_in": g_in,
-        "g_out": g_out[::-1],
-        "out_share": 0.0,
-        "proxy": 3.0,
-        "input_grad_scale": 2.0,
-    })
+    return pd.DataFrame(
+        {
+            "step": step[::-1],  # unordered input
+            "loss": 1.0,
+            "g_in_raw": 0.5,
+            "g_in": g_in,
+            "g_out": g_out[::-1],
+            "out_share": 0.0,
+            "proxy": 3.0,
+            "input_grad_scale": 2.0,
+        }
+    )
 
 
 def test_shares_rolling_means_and_first_steps():
     frame = grad_flow_frame(provenance(), steps=40)
-    assert list(frame.columns) == ["step", "g_in", "g_out", "proxy", "g_in_roll", "g_out_roll", "in_share", "out_share",
-                                   "proxy_out_share"]
+    assert list(frame.columns) == [
+        "step",
+        "g_in",
+        "g_out",
+        "proxy",
+        "g_in_roll",
+        "g_out_roll",
+        "in_share",
+        "out_share",
+        "proxy_out_share",
+    ]
     assert frame["step"].tolist() == list(range(1, 41))
     assert (frame["in_share"] + frame["out_share"]).tolist() == pytest.approx([1.0] * 40)
     row = frame.set_index("step").loc[3]  # g_out = 4, g_in = 1
@@ -54,8 +65,14 @@ def test_missing_columns_or_steps_are_errors():
 def test_proxy_share_is_the_authors_share_of_rolling_means():
     # Norms falling 20x over the first steps: the share of rolling means is not the mean of per-step shares.
     steps = 60
-    frame = pd.DataFrame({"step": range(1, steps + 1), "g_in": 1.0, "g_out": [4.0 * 0.95 ** s for s in range(steps)],
-                          "proxy": [20.0 * 0.9 ** s for s in range(steps)]})
+    frame = pd.DataFrame(
+        {
+            "step": range(1, steps + 1),
+            "g_in": 1.0,
+            "g_out": [4.0 * 0.95**s for s in range(steps)],
+            "proxy": [20.0 * 0.9**s for s in range(steps)],
+        }
+    )
     ours = grad_flow_frame(frame, steps=30)["proxy_out_share"].mean()
     # The authors' plot_gradient_provenance.py, its input side the proxy:
     df = frame[frame["step"] <= 30]

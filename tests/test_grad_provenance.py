@@ -1,10 +1,9 @@
 import pytest
 import torch
-
 from conftest import tiny_model
-from helpers import is_tied
+from helpers import is_tied, lm_loss
+
 from tying.train.grad_provenance import GradientTap
-from helpers import lm_loss
 
 
 def backward(model, tap, seed=0):

@@ -1,5 +1,6 @@
 """The scaling sweep's pure parts: grid cells from a config's `scaling` section, the scaling table from
 per-cell claims tables, and its figure."""
+
 import copy
 import math
 
@@ -7,15 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tying.plan.layers import load
-from tying.plan import grid
 from tying.claims import scaling
 from tying.claims.definitions import Statistic
+from tying.claims.exposure import write_exposure_table
 from tying.claims.verdicts import claims_table, seed_table
 from tying.errors import PipelineError
-from tying.stats import mean_ci
-from tying.claims.exposure import write_exposure_table
+from tying.plan import grid
+from tying.plan.layers import load
 from tying.report.figures.scaling import plot_scaling
+from tying.stats import mean_ci
 from tying.train.models import build_model, model_config
 
 
@@ -30,8 +31,16 @@ BASE = {
     "tokenizer": {"vocab_size": 4096},
     "variants": {"tied": {"tied": True}, "untied": {"tied": False}, "tied_x5": {"tied": True, "input_grad_scale": 5.0}},
     "scaling": {
-        "head_dim": 24, "mlp_ratio": 4, "steps": [1500, 300], "checkpoint_fractions": [0, 0.5, 1], "seeds": [0, 1, 2],
-        "sizes": [{"hidden_size": 48, "layers": 2}, {"hidden_size": 96, "layers": 3}, {"hidden_size": 192, "layers": 5}],
+        "head_dim": 24,
+        "mlp_ratio": 4,
+        "steps": [1500, 300],
+        "checkpoint_fractions": [0, 0.5, 1],
+        "seeds": [0, 1, 2],
+        "sizes": [
+            {"hidden_size": 48, "layers": 2},
+            {"hidden_size": 96, "layers": 3},
+            {"hidden_size": 192, "layers": 5},
+        ],
     },
 }
 
@@ -43,8 +52,9 @@ def _config(**scaling):
 
 
 def test_cells_expand_sizes_by_steps_with_names_dims_schedules_and_entries():
-    cells = grid.cells(_config(exclude=["d192_l5_s1500"], lens=["d96_l3_s300", "d96_l3_s1500"],
-                               lens_reference=["d96_l3_s300"]))
+    cells = grid.cells(
+        _config(exclude=["d192_l5_s1500"], lens=["d96_l3_s300", "d96_l3_s1500"], lens_reference=["d96_l3_s300"])
+    )
     assert [c.name for c in cells] == ["d48_l2_s300", "d48_l2_s1500", "d96_l3_s300", "d96_l3_s1500", "d192_l5_s300"]
     default = cells[2]  # today's default model
     assert (default.heads, default.intermediate_size, default.tokens) == (4, 384, 300 * 16 * 64)
@@ -53,11 +63,21 @@ def test_cells_expand_sizes_by_steps_with_names_dims_schedules_and_entries():
     assert [c.lens_reference for c in cells] == [False, False, True, False, False]
     entries = grid.config_entries(cells)
     assert entries["architectures"]["d192_l5_s300"] == {
-        "family": "olmo", "hidden_size": 192, "layers": 5, "heads": 8, "intermediate_size": 768,
-        "train": {"steps": 300, "checkpoints": [0, 150, 300]}}
+        "family": "olmo",
+        "hidden_size": 192,
+        "layers": 5,
+        "heads": 8,
+        "intermediate_size": 768,
+        "train": {"steps": 300, "checkpoints": [0, 150, 300]},
+    }
     assert entries["pairs"]["d96_l3_s1500"] == {
-        "tied": {"arch": "d96_l3_s1500", "variant": "tied"}, "untied": {"arch": "d96_l3_s1500", "variant": "untied"},
-        "scaled": ["tied_x5"], "seeds": [0, 1, 2], "lens": True, "lens_reference": False}
+        "tied": {"arch": "d96_l3_s1500", "variant": "tied"},
+        "untied": {"arch": "d96_l3_s1500", "variant": "untied"},
+        "scaled": ["tied_x5"],
+        "seeds": [0, 1, 2],
+        "lens": True,
+        "lens_reference": False,
+    }
     assert [c.lens_reference for c in grid.cells(_config(lens=["d48_l2_s300"]))][:2] == [True, False]  # all: lens cells
 
 
@@ -72,10 +92,23 @@ def test_a_size_may_name_its_own_scaled_variants():
 
 @pytest.mark.parametrize("tied", [True, False])
 def test_parameter_counts_are_a_built_models_numel(tied):
-    cell = grid.cells(_config(sizes=[{"hidden_size": 48, "layers": 2, "heads": 3, "intermediate_size": 100}],
-                              steps=[10]))[0]
-    model = build_model(model_config("olmo", vocab_size=cell.vocab_size, hidden_size=48, layers=2, heads=3,
-                                     seq_len=64, tied=tied, eos_id=0, intermediate_size=100), 0)
+    cell = grid.cells(
+        _config(sizes=[{"hidden_size": 48, "layers": 2, "heads": 3, "intermediate_size": 100}], steps=[10])
+    )[0]
+    model = build_model(
+        model_config(
+            "olmo",
+            vocab_size=cell.vocab_size,
+            hidden_size=48,
+            layers=2,
+            heads=3,
+            seq_len=64,
+            tied=tied,
+            eos_id=0,
+            intermediate_size=100,
+        ),
+        0,
+    )
     non_embedding, embedding = cell.params(tied)
     assert non_embedding + embedding == sum(p.numel() for p in model.parameters())
     inputs = model.get_input_embeddings().weight.numel()
@@ -91,25 +124,35 @@ def test_embedding_share_falls_along_the_size_axis():
     assert facts.loc[1, "params"] == 835_584  # the default model, tied
 
 
-@pytest.mark.parametrize("scaling, message", [
-    ({"seeds": []}, "scaling.seeds: no seeds"),
-    ({"sizes": [{"hidden_size": 100, "layers": 2}]}, "multiple of scaling.head_dim"),
-    ({"sizes": [{"hidden_size": 96, "layers": 2, "heads": 32}]}, "even head size"),
-    ({"checkpoint_fractions": [0.5, 1]}, "from 0 to 1"),
-    ({"exclude": ["d1_l1_s1"]}, "unknown cells"),
-    ({"lens": "some"}, "list of cell names"),
-    ({"lens_reference": "some"}, "list of cell names"),
-    ({"lens": ["d48_l2_s300"], "lens_reference": ["d96_l3_s300"]}, r"\['d96_l3_s300'\] are not lens cells"),
-    ({"scaled": ["untied"]}, "not tied"),
-])
+@pytest.mark.parametrize(
+    "scaling, message",
+    [
+        ({"seeds": []}, "scaling.seeds: no seeds"),
+        ({"sizes": [{"hidden_size": 100, "layers": 2}]}, "multiple of scaling.head_dim"),
+        ({"sizes": [{"hidden_size": 96, "layers": 2, "heads": 32}]}, "even head size"),
+        ({"checkpoint_fractions": [0.5, 1]}, "from 0 to 1"),
+        ({"exclude": ["d1_l1_s1"]}, "unknown cells"),
+        ({"lens": "some"}, "list of cell names"),
+        ({"lens_reference": "some"}, "list of cell names"),
+        ({"lens": ["d48_l2_s300"], "lens_reference": ["d96_l3_s300"]}, r"\['d96_l3_s300'\] are not lens cells"),
+        ({"scaled": ["untied"]}, "not tied"),
+    ],
+)
 def test_bad_grids_are_refused_in_one_line(scaling, message):
     with pytest.raises(PipelineError, match=message):
         grid.cells(_config(**scaling))
 
 
-@pytest.mark.parametrize("path,cells", [("configs/scaling.yaml", 5), ("configs/scaling-cluster.yaml", 15),
-                                        ("configs/trained.yaml", 1), ("configs/depth.yaml", 4),
-                                        ("configs/width.yaml", 4)])
+@pytest.mark.parametrize(
+    "path,cells",
+    [
+        ("configs/scaling.yaml", 5),
+        ("configs/scaling-cluster.yaml", 15),
+        ("configs/trained.yaml", 1),
+        ("configs/depth.yaml", 4),
+        ("configs/width.yaml", 4),
+    ],
+)
 def test_the_shipped_grids_expand(path, cells):
     names = [c.name for c in grid.cells(load(path))]
     assert len(set(names)) == len(names) == cells, names
@@ -119,9 +162,13 @@ def _claims(cell_index):
     """A cell's claims table and seed table from synthetic per-seed values (C1 with a chance level, C3 without)."""
     rng = np.random.default_rng(cell_index)
     seeds = pd.Index([0, 1, 2], name="seed")
-    stats = {"C1": Statistic(pd.Series(0.1 * cell_index + rng.normal(0.3, 0.02, 3), seeds),
-                             chance=pd.Series(rng.normal(0.01, 0.001, 3), seeds)),
-             "C3": Statistic(pd.Series(rng.normal(0.1 * cell_index, 0.05, 3), seeds))}
+    stats = {
+        "C1": Statistic(
+            pd.Series(0.1 * cell_index + rng.normal(0.3, 0.02, 3), seeds),
+            chance=pd.Series(rng.normal(0.01, 0.001, 3), seeds),
+        ),
+        "C3": Statistic(pd.Series(rng.normal(0.1 * cell_index, 0.05, 3), seeds)),
+    }
     return claims_table(stats), seed_table(stats)
 
 
@@ -144,8 +191,14 @@ def test_scaling_table_carries_each_cells_claims_and_facts_exactly():
         assert rows.loc["C1", "chance"] == seeds[seeds["claim"] == "C1"]["chance"].mean()
         assert math.isnan(rows.loc["C3", "chance"])
         fact = facts.set_index("cell").loc[cell]
-        assert (rows[["params", "embedding_share", "tokens", "steps"]] == fact[
-            ["params", "embedding_share", "tokens", "steps"]]).all().all()
+        assert (
+            (
+                rows[["params", "embedding_share", "tokens", "steps"]]
+                == fact[["params", "embedding_share", "tokens", "steps"]]
+            )
+            .all()
+            .all()
+        )
 
 
 def test_scaling_table_without_seed_tables_reads_the_chance_text(tmp_path):
@@ -167,9 +220,18 @@ def test_scaling_table_needs_every_cells_claims():
 
 def test_the_exposure_table_stacks_each_cells_strata_beside_its_facts_in_grid_order(tmp_path):
     facts = cell_facts(grid.cells(_config(exclude=["d192_l5_s1500"])))
-    tables = {cell: pd.DataFrame({"pair": cell, "claim": ["C1", "C1"], "stratum": ["all analysed", "1-9"],
-                                  "tokens": ["900-910", "80"], "mean": [0.1 * i, 0.2 * i]})
-              for i, cell in enumerate(facts["cell"])}
+    tables = {
+        cell: pd.DataFrame(
+            {
+                "pair": cell,
+                "claim": ["C1", "C1"],
+                "stratum": ["all analysed", "1-9"],
+                "tokens": ["900-910", "80"],
+                "mean": [0.1 * i, 0.2 * i],
+            }
+        )
+        for i, cell in enumerate(facts["cell"])
+    }
     table = scaling.exposure_by_cell(dict(reversed(tables.items())), facts)
     assert list(table["cell"]) == [c for c in facts["cell"] for _ in range(2)]
     assert list(table.columns[:5]) == ["cell", "hidden_size", "layers", "steps", "claim"]
@@ -201,11 +263,16 @@ def test_paired_trends_difference_each_seed_between_neighbouring_cells():
     trends = scaling.paired_trends(seeds, facts)
     assert list(trends.columns) == scaling.TREND_COLUMNS
     pairs = set(zip(trends["factor"], trends["from_cell"], trends["to_cell"]))
-    assert pairs == {("tokens", "d48_l2_s300", "d48_l2_s1500"), ("tokens", "d96_l3_s300", "d96_l3_s1500"),
-                     ("size", "d48_l2_s300", "d96_l3_s300"), ("size", "d96_l3_s300", "d192_l5_s300"),
-                     ("size", "d48_l2_s1500", "d96_l3_s1500")}
-    row = trends[(trends["from_cell"] == "d48_l2_s300") & (trends["to_cell"] == "d96_l3_s300")
-                 & (trends["claim"] == "C1")].iloc[0]
+    assert pairs == {
+        ("tokens", "d48_l2_s300", "d48_l2_s1500"),
+        ("tokens", "d96_l3_s300", "d96_l3_s1500"),
+        ("size", "d48_l2_s300", "d96_l3_s300"),
+        ("size", "d96_l3_s300", "d192_l5_s300"),
+        ("size", "d48_l2_s1500", "d96_l3_s1500"),
+    }
+    row = trends[
+        (trends["from_cell"] == "d48_l2_s300") & (trends["to_cell"] == "d96_l3_s300") & (trends["claim"] == "C1")
+    ].iloc[0]
     a, b = (seeds[c][seeds[c]["claim"] == "C1"].set_index("seed")["value"] for c in ("d48_l2_s300", "d96_l3_s300"))
     mean, low, high = mean_ci(b - a)
     assert (row["mean"], row["ci_low"], row["ci_high"], row["n_seeds"]) == pytest.approx((mean, low, high, 3))

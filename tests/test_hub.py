@@ -1,4 +1,5 @@
 """Pinned-revision fetches from a fake hub cache: whole models, and embeddings read by byte range."""
+
 import json
 import os
 import zipfile
@@ -7,21 +8,21 @@ import pandas as pd
 import pytest
 import torch
 from fsspec.implementations.local import LocalFileSystem
-from safetensors.torch import load_file
-from transformers import AutoModelForCausalLM
-
 from hubfixtures import (
-                         add_bin_repos,
-                         add_snapshot,
-                         bin_checkpoint,
-                         build_hub_cache,
-                         serve_hub,
-                         snapshot_dir,
-                         use_hub_cache,
-                         use_hub_server,
-                         )
+    add_bin_repos,
+    add_snapshot,
+    bin_checkpoint,
+    build_hub_cache,
+    serve_hub,
+    snapshot_dir,
+    use_hub_cache,
+    use_hub_server,
+)
+from safetensors.torch import load_file
 from snakerun import snakemake
 from test_paper_mode import fake_paper_config
+from transformers import AutoModelForCausalLM
+
 from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError
 from tying.hub.fetch import fetch_model, plan_fetch
@@ -96,13 +97,16 @@ def original_tensors(cache, repo_id, commit):
     return tensors
 
 
-@pytest.mark.parametrize("repo_id,revision", [
-    ("test-org/olmo-untied", "step0"),
-    ("test-org/pythia", "main"),
-    ("test-org/gpt-neo", "main"),
-    ("test-org/qwen3-tied", "main"),
-    ("test-org/qwen3-untied-sharded", "main"),
-])
+@pytest.mark.parametrize(
+    "repo_id,revision",
+    [
+        ("test-org/olmo-untied", "step0"),
+        ("test-org/pythia", "main"),
+        ("test-org/gpt-neo", "main"),
+        ("test-org/qwen3-tied", "main"),
+        ("test-org/qwen3-untied-sharded", "main"),
+    ],
+)
 def test_embedding_only_fetch_holds_the_stored_embedding_tensors(hub, tmp_path, repo_id, revision):
     cache, commits = hub
     commit = commits[repo_id][revision]
@@ -137,7 +141,9 @@ def test_embedding_only_fetch_reads_under_a_third_of_the_weights(hub, tmp_path):
     fs = CountingFileSystem()
     record = fetch_model("test-org/olmo-untied", "step0", tmp_path / "model", embeddings_only=True, fs=fs)
 
-    weights = snapshot_dir(cache, "test-org/olmo-untied", commits["test-org/olmo-untied"]["step0"]) / "model.safetensors"
+    weights = (
+        snapshot_dir(cache, "test-org/olmo-untied", commits["test-org/olmo-untied"]["step0"]) / "model.safetensors"
+    )
     assert fs.bytes_read == record["bytes_read"]
     assert 0 < fs.bytes_read < weights.stat().st_size / 3
 
@@ -145,7 +151,9 @@ def test_embedding_only_fetch_reads_under_a_third_of_the_weights(hub, tmp_path):
 def test_revisions_resolve_to_their_own_commits(hub, tmp_path):
     cache, commits = hub
     repo = "test-org/olmo-untied"
-    records = {rev: fetch_model(repo, rev, tmp_path / rev, embeddings_only=True) for rev in ("step0", "step1000", "main")}
+    records = {
+        rev: fetch_model(repo, rev, tmp_path / rev, embeddings_only=True) for rev in ("step0", "step1000", "main")
+    }
     by_commit = fetch_model(repo, commits[repo]["step0"], tmp_path / "by-commit", embeddings_only=True)
 
     assert records["step0"]["commit"] == commits[repo]["step0"] == by_commit["commit"]
@@ -283,7 +291,12 @@ def test_embedding_only_fetch_of_a_bin_checkpoint_converts_just_the_embeddings(h
     assert record["converted_from"] == BIN_SHARDS_READ[repo_id]
     assert json.loads((tmp_path / "model" / "source.json").read_text()) == record
     assert {p.name for p in (tmp_path / "model").iterdir()} == {
-        "config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors", "source.json"}
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "model.safetensors",
+        "source.json",
+    }
     embeddings = load_embeddings(tmp_path / "model")
     tied = repo_id == "test-org/gpt-neo-bin"
     assert embeddings.tied == tied
@@ -298,8 +311,12 @@ def zip_entries_read(path, reads):
     with zipfile.ZipFile(path) as archive:
         infos = sorted(archive.infolist(), key=lambda info: info.header_offset)
         ends = [info.header_offset for info in infos[1:]] + [archive.start_dir]
-    return {info.filename.split("/", 1)[1] for info, end in zip(infos, ends)
-            for offset, length in reads if length and offset < end and info.header_offset < offset + length}
+    return {
+        info.filename.split("/", 1)[1]
+        for info, end in zip(infos, ends)
+        for offset, length in reads
+        if length and offset < end and info.header_offset < offset + length
+    }
 
 
 @pytest.mark.parametrize("repo_id", ["test-org/pythia-bin", "test-org/pythia-bin-sharded"])
@@ -335,7 +352,8 @@ def test_a_legacy_bin_checkpoint_is_read_whole(hub, bin_commits, tmp_path):
 
     size = (snapshot_dir(cache, repo, bin_commits[repo]) / "pytorch_model.bin").stat().st_size
     assert record["bytes_read"] - len(ZIP_MAGIC) - size == sum(
-        n for name, n in snapshot_sizes(cache, repo, bin_commits[repo]).items() if name != "pytorch_model.bin")
+        n for name, n in snapshot_sizes(cache, repo, bin_commits[repo]).items() if name != "pytorch_model.bin"
+    )
 
 
 @pytest.mark.parametrize("repo_id", sorted(BIN_EMBEDDINGS))
@@ -348,8 +366,11 @@ def test_full_fetch_of_a_bin_checkpoint_loads_as_the_original_model(hub, bin_com
     assert set(fetched) == set(stored) - ({"lm_head.weight"} if original.config.tie_word_embeddings else set())
     assert all(torch.equal(fetched[name], stored[name]) for name in fetched)
     assert record["bytes_read"] == sum(snapshot_sizes(cache, repo_id, bin_commits[repo_id]).values())
-    assert record["converted_from"] == ("pytorch_model.bin" if repo_id != "test-org/pythia-bin-sharded" else
-                                        [f"pytorch_model-0000{k}-of-00003.bin" for k in (1, 2, 3)])
+    assert record["converted_from"] == (
+        "pytorch_model.bin"
+        if repo_id != "test-org/pythia-bin-sharded"
+        else [f"pytorch_model-0000{k}-of-00003.bin" for k in (1, 2, 3)]
+    )
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "model").state_dict()
     expected = original.state_dict()
     assert set(loaded) == set(expected)
@@ -359,7 +380,8 @@ def test_full_fetch_of_a_bin_checkpoint_loads_as_the_original_model(hub, bin_com
 
 @pytest.mark.parametrize("repo_id", ["test-org/gpt-neo-bin", "test-org/pythia-bin-sharded"])
 def test_online_bin_embedding_fetch_downloads_ranges_of_zip_shards_and_legacy_files_whole(
-        bin_commits, hub_server, tmp_path, repo_id):
+    bin_commits, hub_server, tmp_path, repo_id
+):
     cache, _, sent = hub_server
     record = fetch_model(repo_id, "main", tmp_path / "model", embeddings_only=True)
 
@@ -387,8 +409,11 @@ def test_a_bin_that_is_not_plain_weights_is_refused_in_one_line(tmp_path, monkey
     torch.save(torch.nn.Linear(2, 2), tmp_path / "pickle" / "pytorch_model.bin")  # a whole module, not a state dict
     add_snapshot(cache, "test-org/pickle", "main", tmp_path / "pickle")
     use_hub_cache(monkeypatch, cache)
-    with pytest.raises(PipelineError, match=r"^cannot fetch test-org/pickle@main: pytorch_model\.bin: not loadable as "
-                                            r"a weights-only torch checkpoint: [^\n]+$"):
+    with pytest.raises(
+        PipelineError,
+        match=r"^cannot fetch test-org/pickle@main: pytorch_model\.bin: not loadable as "
+        r"a weights-only torch checkpoint: [^\n]+$",
+    ):
         fetch_model("test-org/pickle", "main", tmp_path / "out" / "model", embeddings_only=True)
 
 
@@ -420,8 +445,11 @@ def test_the_plan_of_an_online_fetch_is_what_the_hub_sends(bin_commits, hub_serv
 def test_the_download_plan_target_sizes_every_fetch_job_of_every_target(hub_cache, bin_commits, tmp_path):
     cache, _ = hub_cache
     (tmp_path / "corpus.jsonl").write_text('{"text": "t1 t2"}\n')
-    config = {**fake_paper_config(tmp_path / "corpus.jsonl"), "figures": {"fig3": "main"},
-              "tables": {"table5": ["scale"]}}
+    config = {
+        **fake_paper_config(tmp_path / "corpus.jsonl"),
+        "figures": {"fig3": "main"},
+        "tables": {"table5": ["scale"]},
+    }
     config["pairs"]["scale"]["untied"] = {"hub": "test-org/pythia-bin"}
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "hf-home")}
     result = snakemake(tmp_path, "results/hub/download_plan.tsv", config=config, env=env)
@@ -439,7 +467,9 @@ def test_the_download_plan_target_sizes_every_fetch_job_of_every_target(hub_cach
     with pytest.MonkeyPatch.context() as monkeypatch:
         use_hub_cache(monkeypatch, cache)
         for (_, _, repo_id, revision), nbytes in jobs.items():
-            assert nbytes == fetch_model(repo_id, revision, tmp_path / "fetched" / repo_id / revision, True)["bytes_read"]
+            assert (
+                nbytes == fetch_model(repo_id, revision, tmp_path / "fetched" / repo_id / revision, True)["bytes_read"]
+            )
     assert set(table["status"]) == {"missing"}
     summary = (tmp_path / "results/hub/download_plan.md").read_text().splitlines()
     fig3 = jobs.loc["figures/fig3.pdf"].sum()

@@ -1,6 +1,7 @@
 """The package keeps the import contracts of pyproject.toml's [tool.importlinter]: its stages in layers, the
 DAG's modules (tying.plan) free of the compute stack, the launcher above the training loop; each contract
 is shown to fail when a forbidden import is added."""
+
 import json
 import os
 import shutil
@@ -13,10 +14,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def lint(pythonpath):
     """lint-imports on the `tying` found first on `pythonpath`, in a fresh process: (exit status, report)."""
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True, no_logo=True))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(pythonpath)})
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True, no_logo=True))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(pythonpath)}
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -49,8 +53,18 @@ def test_the_plan_importing_torch_breaks_its_contract(tmp_path):
     assert status == 1 and "import no compute stack BROKEN" in report and "tying.plan.memory -> torch" in report, report
 
 
-HEAVY = ("torch", "scipy", "transformers", "matplotlib", "seaborn", "sklearn", "tokenizers", "safetensors",
-         "tying.claims", "tying.stats")
+HEAVY = (
+    "torch",
+    "scipy",
+    "transformers",
+    "matplotlib",
+    "seaborn",
+    "sklearn",
+    "tokenizers",
+    "safetensors",
+    "tying.claims",
+    "tying.stats",
+)
 
 
 def test_building_the_dag_imports_nothing_heavier_than_the_config_s_modules(tmp_path):
@@ -58,13 +72,15 @@ def test_building_the_dag_imports_nothing_heavier_than_the_config_s_modules(tmp_
     resources evaluated as a dry run prints them, imports none of the compute stack (what snakemake itself
     imports, pandas among it, is the baseline)."""
     (tmp_path / "config.yaml").write_text((ROOT / "tests" / "micro.yaml").read_text())
-    code = ("import json, sys; from snakemake.cli import main; before = set(sys.modules)\n"
-            "try:\n"
-            f"    main(['-s', {str(ROOT / 'Snakefile')!r}, '-d', {str(tmp_path)!r}, '--cores', '2', '-n',\n"
-            f"          '--replace-workflow-config', '--configfile', {str(tmp_path / 'config.yaml')!r}])\n"
-            "except SystemExit as exit:\n"
-            "    assert not exit.code, exit.code\n"
-            "print(json.dumps(sorted(set(sys.modules) - before)))")
+    code = (
+        "import json, sys; from snakemake.cli import main; before = set(sys.modules)\n"
+        "try:\n"
+        f"    main(['-s', {str(ROOT / 'Snakefile')!r}, '-d', {str(tmp_path)!r}, '--cores', '2', '-n',\n"
+        f"          '--replace-workflow-config', '--configfile', {str(tmp_path / 'config.yaml')!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     imported = json.loads(done.stdout.splitlines()[-1])

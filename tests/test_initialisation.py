@@ -1,4 +1,5 @@
 """Each family's published initialisation: a step-0 model's matrices have the std of the family's formula."""
+
 import math
 
 import pytest
@@ -6,10 +7,9 @@ import torch
 
 from tying.errors import PipelineError
 from tying.plan.config import prepared
-from tying.plan.run_params import run_params
 from tying.plan.recipes import clip_qkv, init_scheme
+from tying.plan.run_params import run_params
 from tying.train.models import build_model, model_config
-
 
 # The std of a normal truncated at +-3 std, relative to the untruncated one.
 _phi3 = math.exp(-4.5) / math.sqrt(2 * math.pi)
@@ -17,19 +17,28 @@ TRUNCATED_3 = math.sqrt(1 - 6 * _phi3 / math.erf(3 / math.sqrt(2)))
 
 
 def build(family, init, d, layers, tied=False, seed=0, ff=None):
-    config = model_config(family, vocab_size=512, hidden_size=d, layers=layers, heads=4, seq_len=16, tied=tied,
-                          eos_id=0, intermediate_size=ff or 4 * d)
+    config = model_config(
+        family,
+        vocab_size=512,
+        hidden_size=d,
+        layers=layers,
+        heads=4,
+        seq_len=16,
+        tied=tied,
+        eos_id=0,
+        intermediate_size=ff or 4 * d,
+    )
     return build_model(config, seed, init)
 
 
 def olmo_expected(d, ff, layers, tied):
     """The authors' mitchell scheme written out: parameter name -> std of the untruncated normal."""
-    out = {"model.embed_tokens.weight": d ** -0.5}
+    out = {"model.embed_tokens.weight": d**-0.5}
     if not tied:
-        out["lm_head.weight"] = d ** -0.5
+        out["lm_head.weight"] = d**-0.5
     for i in range(layers):
         for m in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"):
-            out[f"model.layers.{i}.{m}.weight"] = d ** -0.5
+            out[f"model.layers.{i}.{m}.weight"] = d**-0.5
         out[f"model.layers.{i}.self_attn.o_proj.weight"] = (2 * d * (i + 1)) ** -0.5
         out[f"model.layers.{i}.mlp.down_proj.weight"] = (2 * ff * (i + 1)) ** -0.5
     return out
@@ -42,10 +51,12 @@ def neox_expected(d, layers, tied):
     if not tied:
         out["lm_head.weight"] = small
     for i in range(layers):
-        out |= {f"gpt_neox.layers.{i}.attention.query_key_value.weight": small,
-                f"gpt_neox.layers.{i}.mlp.dense_h_to_4h.weight": small,
-                f"gpt_neox.layers.{i}.attention.dense.weight": wang,
-                f"gpt_neox.layers.{i}.mlp.dense_4h_to_h.weight": wang}
+        out |= {
+            f"gpt_neox.layers.{i}.attention.query_key_value.weight": small,
+            f"gpt_neox.layers.{i}.mlp.dense_h_to_4h.weight": small,
+            f"gpt_neox.layers.{i}.attention.dense.weight": wang,
+            f"gpt_neox.layers.{i}.mlp.dense_4h_to_h.weight": wang,
+        }
     return out
 
 
@@ -131,8 +142,9 @@ def test_clip_qkv_only_for_olmo():
 
 
 def test_clip_qkv_clamps_queries_keys_and_values():
-    config = model_config("olmo", vocab_size=64, hidden_size=16, layers=1, heads=2, seq_len=8, tied=True, eos_id=0,
-                          clip_qkv=0.01)
+    config = model_config(
+        "olmo", vocab_size=64, hidden_size=16, layers=1, heads=2, seq_len=8, tied=True, eos_id=0, clip_qkv=0.01
+    )
     model = build_model(config, 0, "olmo")
     seen = []
     model.model.layers[0].self_attn.v_proj.register_forward_hook(lambda m, i, o: seen.append(o))

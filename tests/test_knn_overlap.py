@@ -2,7 +2,13 @@ import pytest
 import torch
 
 from tying.checkpoints.embeddings import Embeddings
-from tying.metrics.knn_overlap import approximate_neighbours, knn_frame, nearest_neighbours, overlap, permuted_neighbours
+from tying.metrics.knn_overlap import (
+    approximate_neighbours,
+    knn_frame,
+    nearest_neighbours,
+    overlap,
+    permuted_neighbours,
+)
 
 
 def gen(seed):
@@ -51,8 +57,11 @@ def test_approximate_matches_exact_on_clustered_data():
     tokens = tuple(str(i) for i in range(v))
     untied_e, tied_e = Embeddings(input_u, output_u, False, tokens), Embeddings(tied, tied, True, tokens)
     exact = knn_frame(untied_e, tied_e, ks=(10,)).groupby("comparison")["overlap"].mean()
-    approx = knn_frame(untied_e, tied_e, ks=(10,), approximate=True, sketch_dim=32, candidates=64).groupby(
-        "comparison")["overlap"].mean()
+    approx = (
+        knn_frame(untied_e, tied_e, ks=(10,), approximate=True, sketch_dim=32, candidates=64)
+        .groupby("comparison")["overlap"]
+        .mean()
+    )
     assert (exact - approx).abs().max() <= 0.005
     assert exact.between(0.05, 0.95).all()  # neither trivial nor chance
     recall = overlap(nearest_neighbours(tied, 10), approximate_neighbours(tied, 10, 32, 64)).mean().item()
@@ -66,8 +75,16 @@ def test_knn_frame_rows_and_prefix_k():
     untied = Embeddings(a, torch.randn(v, d, generator=gen(4)), False, tokens)
     tied = Embeddings(a * 2.0, a * 2.0, True, tokens)  # a rescaled copy of untied input
     frame = knn_frame(untied, tied, ks=(5, 10))
-    assert list(frame.columns) == ["comparison", "k", "token_id", "overlap", "null_overlap", "chance", "n_tokens",
-                                   "cross_tokenizer"]
+    assert list(frame.columns) == [
+        "comparison",
+        "k",
+        "token_id",
+        "overlap",
+        "null_overlap",
+        "chance",
+        "n_tokens",
+        "cross_tokenizer",
+    ]
     assert len(frame) == 6 * v
     got = frame.groupby(["comparison", "k"])[["overlap", "null_overlap", "chance"]].mean()
     assert got.loc[("tied_vs_input_u", 5), "overlap"] == 1.0 and got.loc[("tied_vs_input_u", 10), "overlap"] == 1.0

@@ -1,4 +1,5 @@
 """Tuned lens: readout per family, state indexing, KL in bits, training, C3 statistic, figure."""
+
 import math
 import re
 import subprocess
@@ -14,17 +15,17 @@ import yaml
 from safetensors.torch import load_file
 
 from tying.claims import statistics, verdicts
-from tying.errors import PipelineError
-from tying.report.figures.kl_by_layer import plot_kl_by_layer
 from tying.claims.statistics import early_layer_gap
+from tying.errors import PipelineError
 from tying.lens import fitting
+from tying.lens.certificate import NOT_CONVERGED, TOLERANCE, certificate, seed_window_interval, state_limit
 from tying.lens.fitting import backward_lens, check_step, lens_schedule, recipe, train_lens
 from tying.lens.jobs import REFERENCE_FACTOR, lens_job, reference_check
 from tying.lens.scoring import evaluate_lens, kl_from_target, target, target_probabilities, token_kl, window_kl
 from tying.lens.translators import TunedLens, WhitenedLens, readout_fisher, save_lens
-from tying.lens.certificate import NOT_CONVERGED, TOLERANCE, certificate, seed_window_interval, state_limit
+from tying.lens.unembed import Readout, _states, final_norm, product_dtype, stacked_states
+from tying.report.figures.kl_by_layer import plot_kl_by_layer
 from tying.stats import mean_ci, token_bootstrap_ci
-from tying.lens.unembed import Readout, final_norm, product_dtype, stacked_states, _states
 from tying.train.models import frozen_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,18 +63,54 @@ def load_lens(path):
     lens = TunedLens(*tensors["bias"].shape)
     lens.load_state_dict(tensors)
     return lens.eval()
+
+
 TINY = {
-    "olmo": lambda: tf.OlmoConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, max_position_embeddings=SEQ),
-    "gpt_neox": lambda: tf.GPTNeoXConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
-                                         intermediate_size=64, max_position_embeddings=SEQ),
+    "olmo": lambda: tf.OlmoConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=SEQ,
+    ),
+    "gpt_neox": lambda: tf.GPTNeoXConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=SEQ,
+    ),
     "gpt2": lambda: tf.GPT2Config(vocab_size=V, n_embd=D, n_layer=2, n_head=4, n_positions=SEQ),
-    "gpt_neo": lambda: tf.GPTNeoConfig(vocab_size=V, hidden_size=D, num_layers=2, num_heads=4, window_size=8,
-                                       attention_types=[[["global", "local"], 1]], max_position_embeddings=SEQ),
-    "llama": lambda: tf.LlamaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
-                                    num_key_value_heads=2, intermediate_size=64, max_position_embeddings=SEQ),
-    "qwen3": lambda: tf.Qwen3Config(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4,
-                                    num_key_value_heads=2, head_dim=8, intermediate_size=64, max_position_embeddings=SEQ),
+    "gpt_neo": lambda: tf.GPTNeoConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_layers=2,
+        num_heads=4,
+        window_size=8,
+        attention_types=[[["global", "local"], 1]],
+        max_position_embeddings=SEQ,
+    ),
+    "llama": lambda: tf.LlamaConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=SEQ,
+    ),
+    "qwen3": lambda: tf.Qwen3Config(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        intermediate_size=64,
+        max_position_embeddings=SEQ,
+    ),
 }
 
 
@@ -190,8 +227,14 @@ def test_schedule_anneals_to_zero_at_the_check_then_restarts_at_a_quarter_of_the
 def tiny_recipe():
     """The config's lens recipe and budget, scaled to 16-token windows (4x the windows, the same tokens per step)."""
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["lens"]
-    return {**cfg, "seq_len": SEQ, "batch_size": cfg["batch_size"] * cfg["seq_len"] // SEQ, "eval_batches": None,
-            "device": "cpu", "dtype": "float32"}
+    return {
+        **cfg,
+        "seq_len": SEQ,
+        "batch_size": cfg["batch_size"] * cfg["seq_len"] // SEQ,
+        "eval_batches": None,
+        "device": "cpu",
+        "dtype": "float32",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +245,9 @@ def trained_tiny():
     model = tiny_model("olmo", tie_word_embeddings=True).train().requires_grad_(True)
     opt, rng = torch.optim.AdamW(model.parameters(), lr=3e-3), np.random.default_rng(0)
     for _ in range(150):
-        ids = torch.from_numpy(np.stack([train[s : s + SEQ].astype(np.int64)
-                                         for s in rng.integers(0, len(train) - SEQ, 16)]))
+        ids = torch.from_numpy(
+            np.stack([train[s : s + SEQ].astype(np.int64) for s in rng.integers(0, len(train) - SEQ, 16)])
+        )
         loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad()
         loss.backward()
@@ -227,9 +271,17 @@ def test_whitened_training_reaches_the_plain_recipes_optimum_on_a_tiny_model(tra
     """The default budget in whitened coordinates ends at or below, at every state, the held-out KL of the
     plain translators (tuned-lens's parametrisation) trained for 4x as long."""
     (model, train, val), cfg = trained_tiny, tiny_recipe()
-    score = lambda whiten, steps: evaluate_lens(
-        model, train_lens(model, train, **{**recipe(cfg), "whiten": whiten, "fisher": False, "steps": steps}), val,
-        seq_len=SEQ, batch_size=8).query("lens == 'tuned'").set_index("layer")["kl_bits"]
+    score = (
+        lambda whiten, steps: evaluate_lens(
+            model,
+            train_lens(model, train, **{**recipe(cfg), "whiten": whiten, "fisher": False, "steps": steps}),
+            val,
+            seq_len=SEQ,
+            batch_size=8,
+        )
+        .query("lens == 'tuned'")
+        .set_index("layer")["kl_bits"]
+    )
     whitened, plain = score(True, cfg["steps"]), score(False, 4 * cfg["steps"])
     assert (whitened <= plain + TOLERANCE).all() and whitened.iloc[0] < plain.iloc[0]
 
@@ -238,9 +290,17 @@ def test_fisher_whitened_training_reaches_the_input_whitened_optimum_on_a_tiny_m
     """Whitening the output side too (lens.fisher) ends the default budget at or below, at every state, the
     held-out KL of input whitening alone trained for 4x as long."""
     (model, train, val), cfg = trained_tiny, tiny_recipe()
-    score = lambda fisher, steps: evaluate_lens(
-        model, train_lens(model, train, **{**recipe(cfg), "whiten": True, "fisher": fisher, "steps": steps}), val,
-        seq_len=SEQ, batch_size=8).query("lens == 'tuned'").set_index("layer")["kl_bits"]
+    score = (
+        lambda fisher, steps: evaluate_lens(
+            model,
+            train_lens(model, train, **{**recipe(cfg), "whiten": True, "fisher": fisher, "steps": steps}),
+            val,
+            seq_len=SEQ,
+            batch_size=8,
+        )
+        .query("lens == 'tuned'")
+        .set_index("layer")["kl_bits"]
+    )
     both, inputs = score(True, cfg["steps"]), score(False, 4 * cfg["steps"])
     assert (both <= inputs + TOLERANCE).all()
 
@@ -308,8 +368,9 @@ def test_hand_written_readout_backward_equals_autograd(family):
     ids = torch.randint(0, V, (3, SEQ))
     states, logits = residual_states(model, ids)
     log_p = logits.log_softmax(-1)
-    loss = sum((log_p.exp() * (log_p - readout(model, lens(states[s], s)).log_softmax(-1))).sum(-1).mean()
-               for s in range(2))
+    loss = sum(
+        (log_p.exp() * (log_p - readout(model, lens(states[s], s)).log_softmax(-1))).sum(-1).mean() for s in range(2)
+    )
     expected = torch.autograd.grad(loss, [lens.weight, lens.bias])
     stacked = stacked_states(model, ids)
     torch.testing.assert_close(stacked, torch.stack(states).flatten(1, 2))
@@ -355,12 +416,21 @@ def test_chunked_kl_equals_the_per_state_kl():
     states, logits = residual_states(model, ids)
     (tuned,), logit = token_kl([(lens, None)], Readout(model), stacked_states(model, ids), chunk_bytes=7 * 5 * V * 4)
     with torch.no_grad():
-        torch.testing.assert_close(tuned, torch.stack([kl_bits(logits, readout(model, lens(states[s], s))).flatten()
-                                                       for s in range(2)]), atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(logit, torch.stack([kl_bits(logits, readout(model, states[s])).flatten()
-                                                       for s in range(2)]), atol=1e-5, rtol=1e-5)
-    (early, again), none = token_kl([(lens, [0]), (lens, None)], Readout(model), stacked_states(model, ids),
-                                    logit=False)
+        torch.testing.assert_close(
+            tuned,
+            torch.stack([kl_bits(logits, readout(model, lens(states[s], s))).flatten() for s in range(2)]),
+            atol=1e-5,
+            rtol=1e-5,
+        )
+        torch.testing.assert_close(
+            logit,
+            torch.stack([kl_bits(logits, readout(model, states[s])).flatten() for s in range(2)]),
+            atol=1e-5,
+            rtol=1e-5,
+        )
+    (early, again), none = token_kl(
+        [(lens, [0]), (lens, None)], Readout(model), stacked_states(model, ids), logit=False
+    )
     torch.testing.assert_close(early, tuned[:1], atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(again, tuned, atol=1e-6, rtol=1e-6)
     assert none is None
@@ -399,7 +469,7 @@ def test_lens_training_prints_its_step_its_batchs_kl_and_the_time_left(capsys, m
     rng = np.random.default_rng(3)
     for _ in range(5):
         starts = rng.integers(0, len(tokens) - SEQ + 1, size=cfg["batch_size"])
-    states = stacked_states(model, torch.from_numpy(np.stack([tokens[s:s + SEQ].astype(np.int64) for s in starts])))
+    states = stacked_states(model, torch.from_numpy(np.stack([tokens[s : s + SEQ].astype(np.int64) for s in starts])))
     kl = float(token_kl([(lens, None)], Readout(model), states, logit=False)[0][0].mean())
     assert float(lines[-1].split()[4]) == pytest.approx(kl, abs=1e-4) and kl > 0
 
@@ -410,14 +480,17 @@ def test_saved_lens_evaluates_to_the_tuned_lens_kl_computed_independently(family
     translator h + A h + b on transformers' own hidden states, the frozen final norm, the unembedding,
     then KL(p_final || p_lens) in bits, averaged over the same consecutive windows."""
     model, tokens = tiny_model(family, initializer_range=0.3), markov_tokens(1_000, 3)
-    save_lens(train_lens(model, markov_tokens(4_000, 1), seq_len=SEQ, steps=5, batch_size=4, lr=1.0),
-              tmp_path / "lens.safetensors")
-    frame = evaluate_lens(model, load_lens(tmp_path / "lens.safetensors"), tokens, seq_len=SEQ, batch_size=4,
-                          batches=2)
+    save_lens(
+        train_lens(model, markov_tokens(4_000, 1), seq_len=SEQ, steps=5, batch_size=4, lr=1.0),
+        tmp_path / "lens.safetensors",
+    )
+    frame = evaluate_lens(model, load_lens(tmp_path / "lens.safetensors"), tokens, seq_len=SEQ, batch_size=4, batches=2)
     tensors = load_file(tmp_path / "lens.safetensors")  # read from the file itself, not through load_lens
     weight, bias = tensors["weight"], tensors["bias"]
-    norm, head = {"olmo": lambda: (model.model.norm, model.lm_head),
-                  "gpt_neox": lambda: (model.gpt_neox.final_layer_norm, model.lm_head)}[family]()
+    norm, head = {
+        "olmo": lambda: (model.model.norm, model.lm_head),
+        "gpt_neox": lambda: (model.gpt_neox.final_layer_norm, model.lm_head),
+    }[family]()
     ids = torch.from_numpy(tokens[: 8 * SEQ].astype(np.int64)).reshape(8, SEQ)
     with torch.no_grad():
         out = model(input_ids=ids, output_hidden_states=True)
@@ -464,7 +537,14 @@ def test_bad_tokens_are_pipeline_errors():
 def kl_frame(n_blocks, tied, untied, seeds=(0, 1)):
     """A tidy frame where each role has the given tuned-lens KL at states 0..n_blocks."""
     rows = [
-        {"pair": "olmo", "role": role, "seed": seed, "layer": layer, "lens": lens, "kl_bits": kl + seed + (lens == "logit")}
+        {
+            "pair": "olmo",
+            "role": role,
+            "seed": seed,
+            "layer": layer,
+            "lens": lens,
+            "kl_bits": kl + seed + (lens == "logit"),
+        }
         for role, values in (("tied", tied), ("untied", untied))
         for seed in seeds
         for lens in ("tuned", "logit")
@@ -497,8 +577,15 @@ def test_the_certificate_the_claims_read_imports_no_model_code():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
-def lens_frames(check_shift=0.0, reference_shift=0.0, reference_gap_shift=0.0, seeds=range(5), n_windows=40,
-                early=(0.40, 0.38), middle=0.1):
+def lens_frames(
+    check_shift=0.0,
+    reference_shift=0.0,
+    reference_gap_shift=0.0,
+    seeds=range(5),
+    n_windows=40,
+    early=(0.40, 0.38),
+    middle=0.1,
+):
     """C3's inputs for a 2-block pair (early state: 0): the lens jobs' per-window frames, their metric
     (the mean over the windows) and seed 0's reference checks. check_shift moves seed 1's tied KL at the
     check; reference_shift one state's reference KL (tied, state 1); reference_gap_shift the tied early state's.
@@ -512,9 +599,21 @@ def lens_frames(check_shift=0.0, reference_shift=0.0, reference_gap_shift=0.0, s
                 kl = level + (text + rng.normal(0, 0.01, n_windows) + 0.005 * seed if layer < 2 else 0 * text)
                 moved = 0.001 * (role == "tied") + (check_shift if (role, seed) == ("tied", 1) else 0)
                 check = kl + moved if layer == 0 else np.nan
-                rows.append(pd.DataFrame({"pair": "main", "role": role, "seed": seed, "window": range(n_windows),
-                                          "layer": layer, "kl_bits": kl, "kl_check_bits": check,
-                                          "check_step": 300, "steps": 400}))
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "pair": "main",
+                            "role": role,
+                            "seed": seed,
+                            "window": range(n_windows),
+                            "layer": layer,
+                            "kl_bits": kl,
+                            "kl_check_bits": check,
+                            "check_step": 300,
+                            "steps": 400,
+                        }
+                    )
+                )
     windows = pd.concat(rows, ignore_index=True)
     metric = windows.groupby(["pair", "role", "seed", "layer"])["kl_bits"].mean().reset_index().assign(lens="tuned")
     metric = pd.concat([metric, metric.assign(lens="logit", kl_bits=metric["kl_bits"] + 1)], ignore_index=True)
@@ -522,8 +621,9 @@ def lens_frames(check_shift=0.0, reference_shift=0.0, reference_gap_shift=0.0, s
     shift = np.where((reference["role"] == "tied") & (reference["layer"] == 1), reference_shift, 0.0)
     shift += np.where((reference["role"] == "tied") & (reference["layer"] == 0), reference_gap_shift, 0.0)
     reference = reference.assign(kl_bits=reference["kl_budget_bits"] - 0.001 * (reference["layer"] < 2) - shift)
-    reference = reference.assign(change_bits=reference["kl_bits"] - reference["kl_budget_bits"], steps=400,
-                                 reference_steps=1600).drop(columns="lens")
+    reference = reference.assign(
+        change_bits=reference["kl_bits"] - reference["kl_budget_bits"], steps=400, reference_steps=1600
+    ).drop(columns="lens")
     return metric, windows, reference
 
 
@@ -535,8 +635,9 @@ def c3_row(metric, windows, reference):
 def test_c3_is_scored_on_every_window_with_an_interval_over_seeds_and_windows():
     metric, windows, reference = lens_frames()
     stat, row = c3_row(metric, windows, reference)
-    per_window = early_layer_gap(windows, lens=None, by=("window",)).pivot(index="window", columns="seed",
-                                                                            values="gap_bits")
+    per_window = early_layer_gap(windows, lens=None, by=("window",)).pivot(
+        index="window", columns="seed", values="gap_bits"
+    )
     assert per_window.shape == (40, 5)  # every window of every seed
     np.testing.assert_allclose(stat.values, per_window.mean(), rtol=1e-12)
     mean, t_low, t_high = mean_ci(stat.values)
@@ -545,22 +646,31 @@ def test_c3_is_scored_on_every_window_with_an_interval_over_seeds_and_windows():
     assert row["mean"] == pytest.approx(mean)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((mean - half, mean + half))
     assert half > (t_high - t_low) / 2  # the windows widen the seeds' interval
-    assert row["interval"] == ("Student-t 95% over 5 seeds and 95% bootstrap over 40 validation windows, "
-                               "half-widths in quadrature")
+    assert row["interval"] == (
+        "Student-t 95% over 5 seeds and 95% bootstrap over 40 validation windows, " "half-widths in quadrature"
+    )
     assert row["verdict"] in ("holds", "inconclusive", "does not hold")
-    assert row["detail"].startswith("certified: 4x reference (seed 0, 400 -> 1600 steps): states' largest |change| "
-                                    "against its limit, tied state 0 0.0010 bits (limit 0.0050), untied state 0 "
-                                    "0.0010 bits (limit 0.0050), C3 +0.0000")
+    assert row["detail"].startswith(
+        "certified: 4x reference (seed 0, 400 -> 1600 steps): states' largest |change| "
+        "against its limit, tied state 0 0.0010 bits (limit 0.0050), untied state 0 "
+        "0.0010 bits (limit 0.0050), C3 +0.0000"
+    )
     assert "along training (300 -> 400 steps), C3 change by seed 0: -0.0010, 1: -0.0010" in row["detail"]
     one = seed_window_interval(stat.values[[0]], per_window)
     assert one[3] == "95% bootstrap over 40 validation windows, one seed"
 
 
-@pytest.mark.parametrize("shifts, failed", [
-    ({"check_shift": 0.02}, "along training"),  # seed 1's C3 still moved 0.02 bits in the last quarter
-    ({"reference_shift": 0.006}, "tied state 1 0.0070 bits (limit 0.0050)"),  # a 0.1-bit state moved 0.006 bits
-    ({"reference_gap_shift": 0.003}, "C3 -0.0030 (limit 0.00"),  # within the states' tolerance, not C3's quarter half-width
-])
+@pytest.mark.parametrize(
+    "shifts, failed",
+    [
+        ({"check_shift": 0.02}, "along training"),  # seed 1's C3 still moved 0.02 bits in the last quarter
+        ({"reference_shift": 0.006}, "tied state 1 0.0070 bits (limit 0.0050)"),  # a 0.1-bit state moved 0.006 bits
+        (
+            {"reference_gap_shift": 0.003},
+            "C3 -0.0030 (limit 0.00",
+        ),  # within the states' tolerance, not C3's quarter half-width
+    ],
+)
 def test_an_uncertified_lens_gives_the_verdict_lens_not_converged(shifts, failed):
     metric, windows, reference = lens_frames(**shifts)
     stat, row = c3_row(metric, windows, reference)
@@ -602,6 +712,7 @@ def test_the_check_along_training_allows_a_quarter_of_c3s_half_width_and_never_l
 
 def test_lenses_the_pair_names_are_neither_checked_nor_given_a_reference():
     from tying.plan.claims import claims_lens_reference
+
     end = pd.Series({0: 0.10, 1: 0.12})
     passed, detail = certificate(end, end * np.nan, 0, 0, half_width=0.04)
     assert passed and detail.startswith("given: the pair names its lenses")

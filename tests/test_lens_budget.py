@@ -1,4 +1,5 @@
 """C3 against the lens's budget: the procedures, the zero-step lens, the state-0 floor, the table, the plan."""
+
 import math
 
 import numpy as np
@@ -6,15 +7,21 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-
 from snakerun import planned_jobs, snakemake
 from test_lens import SEQ, V, markov_tokens, tiny_model
+
 from tying import paper
-from tying.claims.lens_budget import lens_budget_table, lens_budget_markdown, c3_by_state, length_sentence, states_by_lens
+from tying.claims.lens_budget import (
+    c3_by_state,
+    length_sentence,
+    lens_budget_markdown,
+    lens_budget_table,
+    states_by_lens,
+)
 from tying.errors import PipelineError
-from tying.lens.lens_budget import sweep_lenses
 from tying.lens.fitting import backward_lens, train_lens
 from tying.lens.floor import readout_floor, state0_floor, state0_floors, token_means
+from tying.lens.lens_budget import sweep_lenses
 from tying.lens.procedures import procedure_recipe
 from tying.lens.scoring import evaluate_lens
 from tying.lens.translators import TunedLens
@@ -41,10 +48,20 @@ def test_the_tuned_lens_recipe_is_the_packages_train_defaults():
     lr 1.0 momentum-corrected, momentum 0.9, weight decay 1e-3, linear decay to 0 with no warmup, the gradient's
     norm clipped at 1.0, plain coordinates; the budget is the sweep's."""
     recipe = procedure_recipe("tuned_lens", lens_cfg(), 500)
-    assert {k: recipe[k] for k in ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "schedule", "whiten",
-                                   "fisher", "steps")} == {
-        "optimizer": "sgd", "lr": 1.0, "momentum": 0.9, "weight_decay": 1e-3, "grad_clip": 1.0, "schedule": "linear",
-        "whiten": False, "fisher": False, "steps": 500}
+    assert {
+        k: recipe[k]
+        for k in ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "schedule", "whiten", "fisher", "steps")
+    } == {
+        "optimizer": "sgd",
+        "lr": 1.0,
+        "momentum": 0.9,
+        "weight_decay": 1e-3,
+        "grad_clip": 1.0,
+        "schedule": "linear",
+        "whiten": False,
+        "fisher": False,
+        "steps": 500,
+    }
     certified = procedure_recipe("certified", lens_cfg(), 500)
     assert certified["optimizer"] == "adam" and certified["whiten"] and certified["schedule"] == "restart"
     with pytest.raises(PipelineError, match="unknown lens procedure 'lion'"):
@@ -55,8 +72,9 @@ def test_the_tuned_lens_recipe_trains_as_a_hand_written_loop_of_the_packages_ste
     """Three steps of train_lens under the recipe equal torch's SGD (Nesterov, lr 1.0 x (1 - 0.9), weight decay
     1e-3) on the clipped gradient with the learning rate 1, 2/3, 1/3 of the peak: the linear schedule."""
     model, tokens = tiny_model("olmo", initializer_range=0.3), markov_tokens(4_000, 1)
-    recipe = {k: v for k, v in procedure_recipe("tuned_lens", lens_cfg(batch_size=4), 3).items()
-              if k not in ("train_dtype",)}
+    recipe = {
+        k: v for k, v in procedure_recipe("tuned_lens", lens_cfg(batch_size=4), 3).items() if k not in ("train_dtype",)
+    }
     ours = train_lens(model, tokens, **recipe, seed=0)
     lens, readout = TunedLens(2, model.config.hidden_size), Readout(model)
     opt = torch.optim.SGD(lens.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)
@@ -142,8 +160,9 @@ def test_a_readout_that_reaches_every_mean_output_has_a_readout_floor_of_zero():
     """An identity unembedding and no norm: z = log pbar_v (over the logit scale) reads out pbar_v itself."""
     pbar = torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]], dtype=torch.float64)
     for scale in (1.0, 0.25):
-        floor = readout_floor(planted_readout([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]], scale=scale), pbar,
-                              torch.ones(2).double())
+        floor = readout_floor(
+            planted_readout([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]], scale=scale), pbar, torch.ones(2).double()
+        )
         assert floor == pytest.approx(0, abs=1e-6)
 
 
@@ -191,29 +210,47 @@ def planted_sweeps(seeds=(0, 1, 2)):
     rows = []
     for variant in ("tied", "untied"):
         for seed in [*seeds, max(seeds) + 1]:
-            for procedure, batch, steps in (("logit", 8, 0), ("tuned_lens", 8, 4), ("tuned_lens", 8, 100),
-                                            ("tuned_lens", 64, 100)):
+            for procedure, batch, steps in (
+                ("logit", 8, 0),
+                ("tuned_lens", 8, 4),
+                ("tuned_lens", 8, 100),
+                ("tuned_lens", 64, 100),
+            ):
                 early = 1 + seed / 20 if variant == "untied" else 1 + 4 / math.sqrt(max(steps, 1)) + seed / 10
                 for layer, kl in ((0, early), (1, 0.5), (2, 0.0)):
-                    rows.append({"arch": "olmo", "variant": variant, "seed": seed, "step": 10, "procedure": procedure,
-                                 "batch_size": batch, "tokens_per_step": batch * 64, "steps": steps,
-                                 "tokens": steps * batch * 64, "layer": layer,
-                                 "kl_bits": kl - 0.01 * (batch == 64 and layer < 2),
-                                 "floor_bits": 0.3 if variant == "tied" else 0.2,
-                                 "readout_floor_bits": 0.05 if variant == "tied" else 0.04})
+                    rows.append(
+                        {
+                            "arch": "olmo",
+                            "variant": variant,
+                            "seed": seed,
+                            "step": 10,
+                            "procedure": procedure,
+                            "batch_size": batch,
+                            "tokens_per_step": batch * 64,
+                            "steps": steps,
+                            "tokens": steps * batch * 64,
+                            "layer": layer,
+                            "kl_bits": kl - 0.01 * (batch == 64 and layer < 2),
+                            "floor_bits": 0.3 if variant == "tied" else 0.2,
+                            "readout_floor_bits": 0.05 if variant == "tied" else 0.04,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 def planted_comparisons(seeds=(0, 1, 2)):
-    return ([{"comparison": "tying", "seed": s, "a": ("olmo", "tied", s, 10), "b": ("olmo", "untied", s, 10)}
-             for s in seeds]
-            + [{"comparison": "tied_seeds", "seed": s, "a": ("olmo", "tied", s, 10), "b": ("olmo", "tied", s + 1, 10)}
-               for s in seeds])
+    return [
+        {"comparison": "tying", "seed": s, "a": ("olmo", "tied", s, 10), "b": ("olmo", "untied", s, 10)} for s in seeds
+    ] + [
+        {"comparison": "tied_seeds", "seed": s, "a": ("olmo", "tied", s, 10), "b": ("olmo", "tied", s + 1, 10)}
+        for s in seeds
+    ]
 
 
 def test_lens_budget_table_is_each_seeds_early_gap_with_a_student_t_interval_over_seeds():
-    table = lens_budget_table(planted_sweeps(), planted_comparisons()).set_index(["comparison", "procedure", "batch_size",
-                                                                           "steps"])
+    table = lens_budget_table(planted_sweeps(), planted_comparisons()).set_index(
+        ["comparison", "procedure", "batch_size", "steps"]
+    )
     gaps = [4 / math.sqrt(100) + s / 10 - s / 20 for s in (0, 1, 2)]
     row = table.loc[("tying", "tuned_lens", 8, 100)]
     assert (row["c3_mean"], row["c3_ci_low"], row["c3_ci_high"]) == pytest.approx(mean_ci(gaps))
@@ -234,7 +271,8 @@ def test_the_gap_at_every_state_is_the_hand_computed_per_seed_gap_beside_the_pap
     Two layers: state 1 is half the depth, so the paper's gap at the same fraction is its state 8's (0.19 bits), at
     the same state its state 1's (9.61 - 6.64 = 2.97)."""
     by_state = c3_by_state(planted_sweeps(), planted_comparisons()).set_index(
-        ["comparison", "procedure", "batch_size", "steps", "layer"])
+        ["comparison", "procedure", "batch_size", "steps", "layer"]
+    )
     row = by_state.loc[("tying", "tuned_lens", 8, 100, 0)]
     assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx(mean_ci([0.4, 0.45, 0.5]))
     assert row["n_seeds"] == 3 and row["fraction"] == 0 and row["layers"] == 2
@@ -254,15 +292,23 @@ def test_the_state_curves_the_page_and_the_figure(tmp_path):
     assert tied["kl_bits"].item() == pytest.approx(1 + 0.4 + 0.1)  # the mean over seeds 0, 1, 2
     table, by_state = lens_budget_table(sweeps, comparisons), c3_by_state(sweeps, comparisons)
     config = load()
-    config["lens_budget"] = {"comparisons": {
-        "tying": {"a": {"arch": "olmo", "variant": "tied"}, "b": {"arch": "olmo", "variant": "untied"}},
-        "tied_seeds": {"a": {"arch": "olmo", "variant": "tied"},
-                       "b": {"arch": "olmo", "variant": "tied", "seed_offset": 1}}}}
+    config["lens_budget"] = {
+        "comparisons": {
+            "tying": {"a": {"arch": "olmo", "variant": "tied"}, "b": {"arch": "olmo", "variant": "untied"}},
+            "tied_seeds": {
+                "a": {"arch": "olmo", "variant": "tied"},
+                "b": {"arch": "olmo", "variant": "tied", "seed_offset": 1},
+            },
+        }
+    }
     page = lens_budget_markdown(table, by_state, states, lens_budget.described(config), lens_cfg(seq_len=64))
-    assert "- tuned-lens's optimiser (SGD, Nesterov, lr 1, linear decay) at 4,096 tokens a step (64 windows of 64)" \
-        in page
-    assert ("- tied_seeds (a = olmo/tied, b = olmo/tied, seed + 1): varies the initialisation and the batches (data "
-            "order); holds tying and the training length") in page
+    assert (
+        "- tuned-lens's optimiser (SGD, Nesterov, lr 1, linear decay) at 4,096 tokens a step (64 windows of 64)" in page
+    )
+    assert (
+        "- tied_seeds (a = olmo/tied, b = olmo/tied, seed + 1): varies the initialisation and the batches (data "
+        "order); holds tying and the training length"
+    ) in page
     assert "| paper, same state |  |  | 1.850 | 2.970 | 1.580 |" in page  # states 0-2 of the paper's 16
     assert "| paper, same fraction |  |  | 1.850 | 0.190 | 1.880 |" in page  # its states 0, 8 and 16
     plot_lens_budget(table, by_state, tmp_path / "lens_budget.pdf")
@@ -270,8 +316,9 @@ def test_the_state_curves_the_page_and_the_figure(tmp_path):
 
 
 def test_a_sweep_written_before_the_batch_axis_reads_as_lens_batch_size_without_a_readout_floor():
-    old = planted_sweeps().query("batch_size == 8").drop(columns=["batch_size", "tokens_per_step",
-                                                                   "readout_floor_bits"])
+    old = (
+        planted_sweeps().query("batch_size == 8").drop(columns=["batch_size", "tokens_per_step", "readout_floor_bits"])
+    )
     table = lens_budget_table(old, planted_comparisons(), lens_cfg(seq_len=64))
     assert set(table["batch_size"]) == {8} and set(table["tokens_per_step"]) == {512}
     assert table["a_readout_floor_bits"].isna().all() and table["a_floor_bits"].eq(0.3).all()
@@ -279,25 +326,31 @@ def test_a_sweep_written_before_the_batch_axis_reads_as_lens_batch_size_without_
 
 def test_the_length_null_is_said_to_dominate_c3_from_the_tables_own_numbers():
     described = {"tying": {"varies": ["tying", "start"]}, "steps": {"varies": ["length"]}}
-    rows = [{"comparison": name, "procedure": "certified", "batch_size": 8, "steps": steps, "c3_mean": value}
-            for name, values in (("tying", (0.5, 0.02)), ("steps", (-0.3, -0.25))) for steps, value in
-            zip((100, 500), values)]
+    rows = [
+        {"comparison": name, "procedure": "certified", "batch_size": 8, "steps": steps, "c3_mean": value}
+        for name, values in (("tying", (0.5, 0.02)), ("steps", (-0.3, -0.25)))
+        for steps, value in zip((100, 500), values)
+    ]
     assert length_sentence(pd.DataFrame(rows), described) == [
         "steps varies the training length alone: its C3 under the certified recipe at 500 steps of 8 windows is "
         "-0.250 bits against tying's +0.020, 12.5 times its size: C3 between models that differ in training length "
-        "is dominated by that difference here."]
+        "is dominated by that difference here."
+    ]
     rows[1]["c3_mean"] = 0.5
     assert "does not dominate" in length_sentence(pd.DataFrame(rows), described)[0]
 
 
 def test_a_sweep_trains_tuned_lens_lenses_at_each_batch_and_the_certified_lens_at_lens_batch_size():
     model, val = tiny_model("olmo", initializer_range=0.3), markov_tokens(2_000, 2)
-    sweep = sweep_lenses(model, markov_tokens(4_000, 1), val, lens_cfg(), ["tuned_lens", "certified"], [2], seed=0,
-                         batch_sizes=[2, 4])
+    sweep = sweep_lenses(
+        model, markov_tokens(4_000, 1), val, lens_cfg(), ["tuned_lens", "certified"], [2], seed=0, batch_sizes=[2, 4]
+    )
     lenses = sweep.drop_duplicates(["procedure", "batch_size"])
     assert lenses[["procedure", "batch_size", "tokens_per_step", "tokens"]].values.tolist() == [
-        ["tuned_lens", 2, 2 * SEQ, 2 * 2 * SEQ], ["tuned_lens", 4, 4 * SEQ, 2 * 4 * SEQ],
-        ["certified", 8, 8 * SEQ, 2 * 8 * SEQ]]
+        ["tuned_lens", 2, 2 * SEQ, 2 * 2 * SEQ],
+        ["tuned_lens", 4, 4 * SEQ, 2 * 4 * SEQ],
+        ["certified", 8, 8 * SEQ, 2 * 8 * SEQ],
+    ]
     kl = sweep[sweep["layer"] == 0].set_index(["procedure", "batch_size"])["kl_bits"]
     assert kl[("tuned_lens", 2)] != kl[("tuned_lens", 4)]  # another batch, another lens
 
@@ -306,8 +359,14 @@ def test_a_sweep_trains_tuned_lens_lenses_at_each_batch_and_the_certified_lens_a
 def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_shared_run_once():
     config = prepared("configs/trained.yaml").config
     comps = lens_budget.comparisons(config)
-    assert [c["comparison"] for c in comps] == (["tying"] * 3 + ["matched_null"] * 3 + ["data_order"] * 3
-                                                + ["tied_seeds"] * 2 + ["untied_seeds"] * 2 + ["untied_steps"] * 3)
+    assert [c["comparison"] for c in comps] == (
+        ["tying"] * 3
+        + ["matched_null"] * 3
+        + ["data_order"] * 3
+        + ["tied_seeds"] * 2
+        + ["untied_seeds"] * 2
+        + ["untied_steps"] * 3
+    )
     first = {c["comparison"]: c for c in comps if c["seed"] == 2}
     cell = "d96_l3_s6000"
     assert first["tying"]["a"] == (cell, "tied", 2, 6000) and first["tied_seeds"]["b"] == (cell, "tied", 3, 6000)
@@ -338,13 +397,20 @@ def test_each_comparison_says_what_it_varies_from_its_runs():
         "data_order": "varies the batches (data order); holds tying, the initialisation and the training length",
         "tied_seeds": "varies the initialisation and the batches (data order); holds tying and the training length",
         "untied_seeds": "varies the initialisation and the batches (data order); holds tying and the training length",
-        "untied_steps": "varies the training length; holds tying, the initialisation and the batches (data order)"}
+        "untied_steps": "varies the training length; holds tying, the initialisation and the batches (data order)",
+    }
 
 
-@pytest.mark.parametrize("run, message", [
-    ({"arch": "gpt2", "variant": "tied"}, "lens_budget.comparisons.x.a: arch 'gpt2' is not in architectures"),
-    ({"arch": "olmo", "variant": "tied", "step": 700}, "lens_budget.comparisons.x.a: step 700 is not one of the run's"),
-])
+@pytest.mark.parametrize(
+    "run, message",
+    [
+        ({"arch": "gpt2", "variant": "tied"}, "lens_budget.comparisons.x.a: arch 'gpt2' is not in architectures"),
+        (
+            {"arch": "olmo", "variant": "tied", "step": 700},
+            "lens_budget.comparisons.x.a: step 700 is not one of the run's",
+        ),
+    ],
+)
 def test_a_comparison_naming_a_run_the_config_lacks_ends_at_the_check(run, message):
     config = load()
     config["lens_budget"] = {"comparisons": {"x": {"a": run, "b": {"arch": "olmo", "variant": "untied"}}}}

@@ -1,15 +1,15 @@
 """Families outside the old readout table (Mistral, Qwen2, Gemma, Phi, OPT, GPT-2, and Cohere, Granite and
 Gemma 2, which scale or soft-cap their logits): their embeddings and lens read from what each model says of
 itself, offline, from `save_pretrained` directories."""
+
 import json
 
-import numpy as np
 import pytest
 import torch
 import transformers as tf
-
 from hubfixtures import VOCAB, tiny_tokenizer
 from test_lens import markov_tokens
+
 from tying.checkpoints.embedding_names import model_embedding_names
 from tying.checkpoints.embeddings import load_embeddings
 from tying.checkpoints.layouts import header_embedding_names
@@ -26,24 +26,41 @@ from tying.train.models import frozen_model
 
 D, SEQ = 32, 16
 SMALL = {"vocab_size": VOCAB, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
-DECODER = {**SMALL, "hidden_size": D, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "max_position_embeddings": 128}
+DECODER = {
+    **SMALL,
+    "hidden_size": D,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 128,
+}
 FAMILIES = {  # family -> config(tied); Gemma's final norm multiplies by 1 + weight, Phi's head has a bias
     "mistral": lambda tied: tf.MistralConfig(**DECODER, num_key_value_heads=2, tie_word_embeddings=tied),
     "qwen2": lambda tied: tf.Qwen2Config(**DECODER, num_key_value_heads=2, tie_word_embeddings=tied),
     "gemma": lambda tied: tf.GemmaConfig(**DECODER, num_key_value_heads=2, head_dim=8, tie_word_embeddings=tied),
     "phi": lambda tied: tf.PhiConfig(**DECODER, tie_word_embeddings=tied),
-    "opt": lambda tied: tf.OPTConfig(**SMALL, hidden_size=D, ffn_dim=48, num_hidden_layers=2, num_attention_heads=4,
-                                     max_position_embeddings=128, word_embed_proj_dim=D, tie_word_embeddings=tied),
-    "gpt2": lambda tied: tf.GPT2Config(**SMALL, n_embd=D, n_layer=2, n_head=4, n_positions=128,
-                                       tie_word_embeddings=tied),
+    "opt": lambda tied: tf.OPTConfig(
+        **SMALL,
+        hidden_size=D,
+        ffn_dim=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=128,
+        word_embed_proj_dim=D,
+        tie_word_embeddings=tied,
+    ),
+    "gpt2": lambda tied: tf.GPT2Config(
+        **SMALL, n_embd=D, n_layer=2, n_head=4, n_positions=128, tie_word_embeddings=tied
+    ),
     # the logit post-processing families: Cohere multiplies the logits by logit_scale, Granite divides them by
     # logits_scaling, Gemma 2 soft-caps them (its logits scaled by CAP_BITES in `build`, so the cap bites)
     "cohere": lambda tied: tf.CohereConfig(**DECODER, num_key_value_heads=2, logit_scale=4.0, tie_word_embeddings=tied),
-    "granite": lambda tied: tf.GraniteConfig(**DECODER, num_key_value_heads=2, logits_scaling=0.25,
-                                             tie_word_embeddings=tied),
-    "gemma2": lambda tied: tf.Gemma2Config(**DECODER, num_key_value_heads=2, head_dim=8, final_logit_softcapping=30.0,
-                                           tie_word_embeddings=tied),
+    "granite": lambda tied: tf.GraniteConfig(
+        **DECODER, num_key_value_heads=2, logits_scaling=0.25, tie_word_embeddings=tied
+    ),
+    "gemma2": lambda tied: tf.Gemma2Config(
+        **DECODER, num_key_value_heads=2, head_dim=8, final_logit_softcapping=30.0, tie_word_embeddings=tied
+    ),
 }
 CAP_BITES = 40.0  # Gemma 2's final norm's gain times this (its logits too): about a third past the soft cap of 30
 CASES = [(family, tied) for family in FAMILIES for tied in (True, False)]
@@ -106,8 +123,10 @@ def test_a_header_that_does_not_settle_the_names_asks_the_model(tmp_path, tied):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_alignment_and_knn_run_on_a_pair_of_the_family(tmp_path, family):
-    untied, tied = (load_embeddings(save(build(family, tied, seed=seed), tmp_path / str(tied)))
-                    for seed, tied in ((1, False), (2, True)))
+    untied, tied = (
+        load_embeddings(save(build(family, tied, seed=seed), tmp_path / str(tied)))
+        for seed, tied in ((1, False), (2, True))
+    )
     frame = alignment_frame(untied, tied, held_out=0.25)
     assert frame["n_tokens"].max() == VOCAB and frame["cosine"].between(-1, 1).all()
     knn = knn_frame(untied, tied, ks=(5,))
@@ -127,8 +146,9 @@ def test_state_L_readout_is_the_models_logits(family, tied):
         raw = model.get_output_embeddings()(final_norm(model)(states[-1]))
     assert len(states) == model.config.num_hidden_layers + 1
     assert torch.allclose(logits, out.logits, atol=1e-5, rtol=1e-5)
-    kl = torch.nn.functional.kl_div(logits.log_softmax(-1), out.logits.log_softmax(-1), log_target=True,
-                                    reduction="none").sum(-1)
+    kl = torch.nn.functional.kl_div(
+        logits.log_softmax(-1), out.logits.log_softmax(-1), log_target=True, reduction="none"
+    ).sum(-1)
     assert kl.abs().max() < 1e-6  # KL(model || lens readout of state L) = 0
     assert not torch.allclose(model.get_output_embeddings()(states[-1]), out.logits, atol=1e-2)  # the norm matters
     if family in ("cohere", "granite", "gemma2"):  # and the post-processing: the raw unembedding is not the logits
@@ -178,8 +198,11 @@ def test_lens_trains_and_scores_from_a_saved_directory(tmp_path, family, tied):
 
 def test_opt_with_a_projection_after_its_final_norm_is_refused_in_one_line():
     model = build("opt", True, word_embed_proj_dim=16)
-    with pytest.raises(PipelineError, match=r"^no lens readout for model type 'opt': its last norm does not feed "
-                                            r"the unembedding \(width 32, unembedding 16\)$"):
+    with pytest.raises(
+        PipelineError,
+        match=r"^no lens readout for model type 'opt': its last norm does not feed "
+        r"the unembedding \(width 32, unembedding 16\)$",
+    ):
         final_norm(model)
 
 
@@ -188,6 +211,9 @@ def test_logits_that_are_not_the_readout_are_refused_in_one_line():
     states does not reproduce them."""
     model = build("cohere", True)
     model.logit_scale = 0.5  # the config says 0.25
-    with pytest.raises(PipelineError, match=r"^no lens readout for model type 'cohere': its logits are not the "
-                                            r"unembedding of its last norm's output$"):
+    with pytest.raises(
+        PipelineError,
+        match=r"^no lens readout for model type 'cohere': its logits are not the "
+        r"unembedding of its last norm's output$",
+    ):
         final_norm(model)

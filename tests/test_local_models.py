@@ -1,19 +1,19 @@
 """Local save_pretrained directories as a pair's models: checked before any job, read in place, built offline."""
+
 import copy
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-
 from hubfixtures import SMALL, _olmo, _seeded, tiny_tokenizer, use_hub_cache, word_tokenizer
-from transformers import OlmoConfig, OlmoForCausalLM
+from safetensors.torch import save_file
 from snakerun import ROOT, snakemake
 from test_paper_mode import fake_paper_config
-from safetensors.torch import save_file
+from transformers import OlmoConfig, OlmoForCausalLM
+
 from tying.checkpoints.embeddings import load_embeddings
 from tying.checkpoints.unembedding_hash import matrix_hash, stored_unembedding_hashes
 from tying.data.tokenizer import pretrained
@@ -22,8 +22,8 @@ from tying.lens.translators import TunedLens
 from tying.lens.tuned_lens_format import save_tuned_lens, unembed_hash
 from tying.metrics.knn_overlap import knn_frame
 from tying.plan.checks import check
-from tying.plan.layers import local_paths
 from tying.plan.claims import pair_claims_metrics
+from tying.plan.layers import local_paths
 from tying.plan.pairs import evolution_models, pair_models
 from tying.train.models import frozen_model
 
@@ -46,9 +46,11 @@ def models(tmp_path_factory):
 
 
 def local_pair(models, **paths):
-    return {"tied": {"path": str(paths.get("tied", models["tied"]))},
-            "untied": {"path": str(paths.get("untied", models["untied"]))},
-            "evolution": {0: str(models["untied-step0"]), 1000: str(models["untied"])}}
+    return {
+        "tied": {"path": str(paths.get("tied", models["tied"]))},
+        "untied": {"path": str(paths.get("untied", models["untied"]))},
+        "evolution": {0: str(models["untied-step0"]), 1000: str(models["untied"])},
+    }
 
 
 def local_config(corpus, models, **paths):
@@ -99,14 +101,25 @@ def test_a_missing_or_incomplete_or_wrongly_tied_directory_is_one_line(models, c
     (no_config / "model.safetensors").write_bytes((models["tied"] / "model.safetensors").read_bytes())
     cases = [
         ({"untied": tmp_path / "nowhere"}, f"pairs.mine.untied.path: no directory {tmp_path / 'nowhere'}"),
-        ({"tied": no_config}, f"pairs.mine.tied.path: {no_config} holds no config.json (not a directory "
-                              "save_pretrained wrote)"),
-        ({"untied": empty}, f"pairs.mine.untied.path: {empty}: no weights (model.safetensors or "
-                            "pytorch_model.bin, or the index of either's shards)"),
-        ({"untied": models["tied"]}, f"pairs.mine.untied.path: {models['tied']} is a tied model (config.json's "
-                                     "tie_word_embeddings), but its role needs an untied one"),
-        ({"tied": models["untied"]}, f"pairs.mine.tied.path: {models['untied']} is an untied model (config.json's "
-                                     "tie_word_embeddings), but its role needs a tied one"),
+        (
+            {"tied": no_config},
+            f"pairs.mine.tied.path: {no_config} holds no config.json (not a directory " "save_pretrained wrote)",
+        ),
+        (
+            {"untied": empty},
+            f"pairs.mine.untied.path: {empty}: no weights (model.safetensors or "
+            "pytorch_model.bin, or the index of either's shards)",
+        ),
+        (
+            {"untied": models["tied"]},
+            f"pairs.mine.untied.path: {models['tied']} is a tied model (config.json's "
+            "tie_word_embeddings), but its role needs an untied one",
+        ),
+        (
+            {"tied": models["untied"]},
+            f"pairs.mine.tied.path: {models['untied']} is an untied model (config.json's "
+            "tie_word_embeddings), but its role needs a tied one",
+        ),
     ]
     for paths, message in cases:
         with pytest.raises(PipelineError) as error:
@@ -122,8 +135,9 @@ def test_tying_is_read_from_the_stored_tensors_when_config_json_does_not_state_i
     (untied / "config.json").write_text(json.dumps(stated))
     with pytest.raises(PipelineError) as error:
         check(local_config(corpus, models, tied=untied), SCHEMA)
-    assert str(error.value) == (f"pairs.mine.tied.path: {untied} is an untied model (its stored tensors), but its "
-                                "role needs a tied one")
+    assert str(error.value) == (
+        f"pairs.mine.tied.path: {untied} is an untied model (its stored tensors), but its " "role needs a tied one"
+    )
 
 
 def test_an_evolution_directory_is_checked_like_a_model(models, corpus):
@@ -131,8 +145,10 @@ def test_an_evolution_directory_is_checked_like_a_model(models, corpus):
     config["pairs"]["mine"]["evolution"][0] = str(models["tied"])
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
-    assert str(error.value) == (f"pairs.mine.evolution.0: {models['tied']} is a tied model (config.json's "
-                                "tie_word_embeddings), but its role needs an untied one")
+    assert str(error.value) == (
+        f"pairs.mine.evolution.0: {models['tied']} is a tied model (config.json's "
+        "tie_word_embeddings), but its role needs an untied one"
+    )
 
 
 def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models, corpus):
@@ -143,15 +159,19 @@ def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models,
     config["figures"]["fig3"] = "mine"
     with pytest.raises(PipelineError) as error:
         check(copy.deepcopy(config), SCHEMA)
-    assert str(error.value) == ("figures.fig3: local pair 'mine' has no evolution (training step -> directory of "
-                                "its untied model)")
+    assert str(error.value) == (
+        "figures.fig3: local pair 'mine' has no evolution (training step -> directory of " "its untied model)"
+    )
     del config["figures"]["fig3"]
-    config["pairs"]["mine"]["trajectory"] = [{"tokens_b": 1, "tied": "a", "untied": "b", "tied_tokens_b": 1,
-                                              "untied_tokens_b": 1}]
+    config["pairs"]["mine"]["trajectory"] = [
+        {"tokens_b": 1, "tied": "a", "untied": "b", "tied_tokens_b": 1, "untied_tokens_b": 1}
+    ]
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
-    assert str(error.value) == ("pairs.mine.trajectory: matched hub revisions; a local pair has none (its evolution "
-                                "names its checkpoints' directories)")
+    assert str(error.value) == (
+        "pairs.mine.trajectory: matched hub revisions; a local pair has none (its evolution "
+        "names its checkpoints' directories)"
+    )
 
 
 def bare_copy(model_dir, directory):
@@ -166,13 +186,18 @@ def test_a_local_model_without_its_tokenizer_ends_at_the_check_naming_the_folder
     bare = bare_copy(models["untied"], tmp_path / "untied")
     with pytest.raises(PipelineError) as error:
         check(local_config(corpus, models, untied=bare), SCHEMA)
-    assert str(error.value) == (f"pairs.mine.untied.path: {bare} holds no tokenizer.json, the model's tokenizer (save "
-                                "the model's tokenizer there with tokenizer.save_pretrained(DIR), or name a folder "
-                                "holding one with tokenizer: DIR beside path)")
+    assert str(error.value) == (
+        f"pairs.mine.untied.path: {bare} holds no tokenizer.json, the model's tokenizer (save "
+        "the model's tokenizer there with tokenizer.save_pretrained(DIR), or name a folder "
+        "holding one with tokenizer: DIR beside path)"
+    )
     (bare / "vocab.json").write_text("{}")
-    with pytest.raises(PipelineError, match=r"holds no tokenizer.json, the model's tokenizer \(only vocab.json: "
-                                            r"AutoTokenizer.from_pretrained\(DIR\).save_pretrained\(DIR\) "
-                                            r"writes it\)$"):
+    with pytest.raises(
+        PipelineError,
+        match=r"holds no tokenizer.json, the model's tokenizer \(only vocab.json: "
+        r"AutoTokenizer.from_pretrained\(DIR\).save_pretrained\(DIR\) "
+        r"writes it\)$",
+    ):
         check(local_config(corpus, models, untied=bare), SCHEMA)
     config = local_config(corpus, models, untied=bare)
     config["pairs"]["mine"]["untied"]["tokenizer"] = str(tmp_path)  # a folder that holds no tokenizer either
@@ -197,18 +222,33 @@ def test_tokenizer_errors_say_where_the_tokenizer_was_looked_for_and_keep_the_ca
 
 def test_the_check_counts_the_token_strings_a_pair_shares_and_refuses_too_few(models, corpus, tmp_path):
     padded = tmp_path / "padded"  # the same tokenizer, 96 rows
-    save_model(_seeded(OlmoForCausalLM, OlmoConfig(**{**SMALL, "vocab_size": 96}, hidden_size=32,
-                                                   intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                                   tie_word_embeddings=False), 1), padded)
+    save_model(
+        _seeded(
+            OlmoForCausalLM,
+            OlmoConfig(
+                **{**SMALL, "vocab_size": 96},
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                tie_word_embeddings=False,
+            ),
+            1,
+        ),
+        padded,
+    )
     assert check(local_config(corpus, models, untied=padded), SCHEMA) == [
         "pair 'mine': its models share 64 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 96 rows); "
-        "every table of the pair compares them on those"]
+        "every table of the pair compares them on those"
+    ]
     other = tmp_path / "other"  # '[UNK]', t1 ... t19 in common, then strings of its own
     _olmo(1).save_pretrained(other)
     words = ["[UNK]", *(f"t{i}" for i in range(1, 20)), *(f"u{i}" for i in range(20, 64))]
     word_tokenizer(words).save_pretrained(other)
-    message = ("pairs.mine: its models share 20 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 "
-               "rows), fewer than the {} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
+    message = (
+        "pairs.mine: its models share 20 token strings (tied 64 tokens in 64 rows; untied 64 tokens in 64 "
+        "rows), fewer than the {} the analyses need (analysis.min_shared_tokens, and knn_k + 1)"
+    )
     with pytest.raises(PipelineError) as error:
         check(local_config(corpus, models, untied=other), SCHEMA)
     assert str(error.value) == message.format(50)
@@ -247,8 +287,10 @@ def test_a_lens_for_another_model_of_the_same_shape_ends_at_the_check(models, co
     config["pairs"]["mine"]["lens"]["tied"] = str(tmp_path / "untied")  # the untied model's lens: 32 wide, 2 layers
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
-    assert str(error.value) == (f"pairs.mine.lens.tied: {tmp_path / 'untied'} is a lens for another model's "
-                                f"unembedding (its unembed_hash is not that of {models['tied']}'s output matrix)")
+    assert str(error.value) == (
+        f"pairs.mine.lens.tied: {tmp_path / 'untied'} is a lens for another model's "
+        f"unembedding (its unembed_hash is not that of {models['tied']}'s output matrix)"
+    )
 
 
 def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
@@ -256,8 +298,10 @@ def test_knn_k_is_checked_against_a_local_models_vocabulary(models, corpus):
     config["analysis"]["knn_k"] = 64
     with pytest.raises(PipelineError) as error:
         check(config, SCHEMA)
-    assert str(error.value) == ("analysis.knn_k: 64 neighbours of each token, but pair 'mine' has 64 tokens (its "
-                                "config.json's vocab_size); give fewer")
+    assert str(error.value) == (
+        "analysis.knn_k: 64 neighbours of each token, but pair 'mine' has 64 tokens (its "
+        "config.json's vocab_size); give fewer"
+    )
     config["analysis"]["knn_k"] = 63
     check(config, SCHEMA)
 
@@ -274,8 +318,10 @@ def test_a_sharded_directory_reads_as_one_file_and_a_missing_shard_is_one_line(m
     (sharded / shards[-1]).unlink()
     with pytest.raises(PipelineError) as error:
         check(local_config(corpus, models, untied=sharded), SCHEMA)
-    assert str(error.value) == (f"pairs.mine.untied.path: {sharded / 'model.safetensors.index.json'}: names "
-                                f"{shards[-1]}, which is not there")
+    assert str(error.value) == (
+        f"pairs.mine.untied.path: {sharded / 'model.safetensors.index.json'}: names "
+        f"{shards[-1]}, which is not there"
+    )
 
 
 @pytest.mark.parametrize("zip_format", [True, False])
@@ -312,8 +358,13 @@ def local_run(models, corpus, tmp_path_factory):
 
 
 def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offline(local_run, models):
-    for target in ("figures/fig1.pdf", "figures/fig2.pdf", "results/tables/table1.csv", "results/tables/table5.csv",
-                   "results/tables/claims.md"):
+    for target in (
+        "figures/fig1.pdf",
+        "figures/fig2.pdf",
+        "results/tables/table1.csv",
+        "results/tables/table5.csv",
+        "results/tables/claims.md",
+    ):
         assert (local_run / target).stat().st_size > 0, target
     assert not (local_run / "results/hub").exists()  # read in place: nothing fetched, nothing copied
     table1 = pd.read_csv(local_run / "results/tables/table1.csv")
@@ -329,8 +380,9 @@ def test_a_local_pair_builds_figures_1_and_2_tables_1_and_5_and_the_claims_offli
     assert "commits" not in claims.columns
 
 
-def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_what_they_cannot_measure(local_run,
-                                                                                                      models):
+def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_what_they_cannot_measure(
+    local_run, models
+):
     """The LM row: each model's loss on the lens's validation windows of the corpus in its own tokenizer (written
     out here from its own logits) against the corpus's bigram table; random tiny models do not beat it, so the
     claims that need a language model are not testable here, and those that need the training say so."""
@@ -339,7 +391,7 @@ def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_w
     meta = json.loads((tokens / "meta.json").read_text())
     val = torch.from_numpy(np.fromfile(tokens / "val.bin", dtype=meta["dtype"]).astype(np.int64))
     windows = (len(val) - 1) // 16  # lens: seq_len 16, batch_size 2, eval_batches 2: the first 4 windows
-    x, y = (val[i:i + min(4, windows) * 16].reshape(-1, 16) for i in (0, 1))
+    x, y = (val[i : i + min(4, windows) * 16].reshape(-1, 16) for i in (0, 1))
     with torch.no_grad():
         logits = OlmoForCausalLM.from_pretrained(models["untied"]).eval()(input_ids=x).logits
     loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
@@ -352,10 +404,12 @@ def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_w
     for cid in ("C1", "C2", "C4"):
         assert claims.loc[cid, "verdict"] == "not testable here"
         assert claims.loc[cid, "testable"].startswith("no: language model: LM ")
-    assert claims.loc["C5", "testable"] == ("no: no training run here: the tied model's gradient over its first "
-                                            "steps is the training's")
+    assert claims.loc["C5", "testable"] == (
+        "no: no training run here: the tied model's gradient over its first " "steps is the training's"
+    )
     assert claims.loc["C6b", "verdict"] == "not testable here" and claims.loc["C6b", "testable"].startswith(
-        "no: no training data here")
+        "no: no training data here"
+    )
     assert claims.loc["C7a", "needs"] == "models beyond the bigram table (LM holds)"
 
 
@@ -363,8 +417,11 @@ def test_the_lens_of_a_local_model_reads_the_corpus_in_its_own_tokenizer(local_r
     tokens = local_run / "results/local/tokens" / str(local_run / "untied").lstrip("/")
     meta = json.loads((tokens / "meta.json").read_text())
     documents = pd.read_parquet(local_run / "results/corpus/shard0.parquet")
-    expected = [i for text in documents.loc[documents["split"] == "train", "text"]
-                for i in [*(int(word[1:]) for word in text.split()), 0]]  # t{i} -> i, each document ends in EOS 0
+    expected = [
+        i
+        for text in documents.loc[documents["split"] == "train", "text"]
+        for i in [*(int(word[1:]) for word in text.split()), 0]
+    ]  # t{i} -> i, each document ends in EOS 0
     assert np.fromfile(tokens / "train.bin", dtype=meta["dtype"]).tolist() == expected
     lens = pd.read_parquet(local_run / "results/metrics/lens/mine/untied/seed0.parquet")
     assert sorted(lens["layer"].unique()) == [0, 1, 2]

@@ -1,13 +1,14 @@
 """Claims by lookup share: the share of steps whose batch looked a token up, counted from the runs' batches,
 and the per-token claims within its strata."""
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tying.claims.exposure import ALL_TOKENS, exposure_table, share_labels, strata, token_values, with_draws
 from tying.data.batches import train_batch
-from tying.errors import PipelineError
 from tying.data.token_sets import drawn_by_step, drawn_frame, lookups_by_step, write_token_set
+from tying.errors import PipelineError
 from tying.plan.config import prepared
 from tying.plan.grid import cells
 
@@ -42,8 +43,12 @@ def test_lookups_count_the_steps_whose_batch_held_the_token_not_its_positions():
 def test_a_token_looked_up_in_k_of_n_steps_lands_in_its_lookup_share_stratum(tmp_path):
     ids, steps = _rare_token_ids(), 30
     counts = pd.DataFrame({"token_id": np.arange(V), "count": np.bincount(ids, minlength=V)})
-    frame = drawn_frame(drawn_by_step(ids, V, 5, steps, 4, 8, at=[15, steps]), 4, 8,
-                        lookups_by_step(ids, V, 5, steps, 4, 8, at=[15, steps]))
+    frame = drawn_frame(
+        drawn_by_step(ids, V, 5, steps, 4, 8, at=[15, steps]),
+        4,
+        8,
+        lookups_by_step(ids, V, 5, steps, 4, 8, at=[15, steps]),
+    )
     write_token_set(counts, [frame], steps, 1, tmp_path / "set.parquet")
     token_set = pd.read_parquet(tmp_path / "set.parquet").set_index("token_id")
     k = _steps_with(ids, V - 1, 5, steps, 4, 8)
@@ -67,10 +72,24 @@ def test_a_gap_carried_by_rarely_looked_up_tokens_shows_in_their_share_stratum()
         share = np.r_[rng.uniform(0.01, 0.09, 300), rng.uniform(0.5, 0.89, 100)]
         base = rng.uniform(0.3, 0.6, 400)
         drift_in = base + np.where(share < 0.1, 0.4, 0.0) + rng.normal(0, 0.01, 400)
-        per_token += [pd.DataFrame({"run": "main", "seed": seed, "matrix": m, "step": 100, "token_id": np.arange(400),
-                                    "drift": d}) for m, d in (("input", drift_in), ("output", base))]
-        sets.append(pd.DataFrame({"pair": "main", "seed": seed, "token_id": np.arange(400), "drawn": 50,
-                                  "per_million": 1.0, "lookup_share": share}))
+        per_token += [
+            pd.DataFrame(
+                {"run": "main", "seed": seed, "matrix": m, "step": 100, "token_id": np.arange(400), "drift": d}
+            )
+            for m, d in (("input", drift_in), ("output", base))
+        ]
+        sets.append(
+            pd.DataFrame(
+                {
+                    "pair": "main",
+                    "seed": seed,
+                    "token_id": np.arange(400),
+                    "drawn": 50,
+                    "per_million": 1.0,
+                    "lookup_share": share,
+                }
+            )
+        )
     values = with_draws(token_values("main", evolution_tokens=pd.concat(per_token)), pd.concat(sets))
     table = exposure_table(values, EDGES, 30, by="lookup_share").set_index(["claim", "stratum"])
     assert table.loc[("C4", "1-10%"), "mean"] == pytest.approx(0.4, abs=0.01)
@@ -89,9 +108,12 @@ def test_the_large_batch_regime_reads_more_tokens_than_the_trained_regime_in_16k
     (small_cell,), (large_cell,) = cells(trained), cells(large)
     per_step = large["train"]["batch_size"] * large["model"]["seq_len"]
     assert per_step >= 16_384 and large_cell.name == "d96_l3_s600" and len(large_cell.seeds) == 3
-    tokens = [c.steps * config["train"]["batch_size"] * config["model"]["seq_len"]
-              for c, config in ((small_cell, trained), (large_cell, large))]
+    tokens = [
+        c.steps * config["train"]["batch_size"] * config["model"]["seq_len"]
+        for c, config in ((small_cell, trained), (large_cell, large))
+    ]
     assert (tokens[0], tokens[1]) == (6_144_000, 9_830_400)
-    assert large["train"]["warmup"] / large_cell.steps == pytest.approx(trained["train"]["warmup"] / small_cell.steps,
-                                                                        abs=0.002)
+    assert large["train"]["warmup"] / large_cell.steps == pytest.approx(
+        trained["train"]["warmup"] / small_cell.steps, abs=0.002
+    )
     assert large["tables"]["claims_by_lookup"] == ["d96_l3_s600"]

@@ -1,4 +1,5 @@
 """Matrix jobs ask for memory from the shapes in their checkpoints' headers, enough for Qwen3-8B."""
+
 import json
 import math
 import subprocess
@@ -11,8 +12,8 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
-from tying.plan import memory
 from tying.checkpoints.safetensors_ranges import header_bytes
+from tying.plan import memory
 
 QWEN3_8B = (151_669, 4_096)  # the untied Qwen3-8B's vocabulary rows and hidden size
 PROBE = Path(__file__).with_name("memory_probe.py")
@@ -50,15 +51,17 @@ def qwen_pair(tmp_path, vocab, dim, make):
 
 def measured(metric, untied, tied):
     """(base, peak) RSS bytes of `metric` on the pair, in a fresh process (tests/memory_probe.py)."""
-    done = subprocess.run([sys.executable, str(PROBE), metric, str(untied), str(tied)], capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(PROBE), metric, str(untied), str(tied)], capture_output=True, text=True, check=True
+    )
     result = json.loads(done.stdout)
     return result["base"], result["peak"]
 
 
 def test_shapes_come_from_the_headers_of_single_and_sharded_checkpoints(tmp_path):
-    untied = header_only_checkpoint(tmp_path / "u", {"model.embed_tokens.weight": [100, 8], "lm_head.weight": [100, 8],
-                                                     "model.norm.weight": [8]})
+    untied = header_only_checkpoint(
+        tmp_path / "u", {"model.embed_tokens.weight": [100, 8], "lm_head.weight": [100, 8], "model.norm.weight": [8]}
+    )
     sharded = header_only_checkpoint(tmp_path / "s", {"gpt_neox.embed_in.weight": [50, 4]}, dtype="F32", index=True)
     assert memory.embedding_shapes(untied) == [(100, 8), (100, 8)]
     assert memory.embedding_shapes(sharded) == [(50, 4)]

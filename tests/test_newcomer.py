@@ -1,6 +1,7 @@
 """What a newcomer meets first: overlays merge over config.yaml, each shipped config builds in its own
 folder, the documented pages cover every key, the repository is self-contained, a damaged checkpoint
 gives one line, and the conda environment states the test extra's pins (issue 30)."""
+
 import re
 import subprocess
 import sys
@@ -8,8 +9,8 @@ import tomllib
 
 import pytest
 import yaml
-
 from snakerun import ROOT, planned_jobs
+
 from tying.errors import PipelineError
 from tying.plan.layers import layered, load, overlay
 
@@ -25,12 +26,21 @@ def run(cwd, *args):
 
 # --- Overlays ------------------------------------------------------------------------------------------
 def test_merge_keeps_what_an_overlay_leaves_and_replaces_what_it_names():
-    base = {"train": {"steps": 300, "lr": 0.003}, "pairs": {"main": {"a": 1}, "family": {"b": 2}},
-            "architectures": {"olmo": {"family": "olmo"}, "gpt_neox": {"family": "gpt_neox"}}, "seeds": [0, 1]}
-    merged = overlay(base, {"train": {"steps": 100}, "pairs": {"solo": {"c": 3}}, "architectures": {"gpt_neox": None},
-                          "seeds": [0]})
-    assert merged == {"train": {"steps": 100, "lr": 0.003}, "pairs": {"solo": {"c": 3}},
-                      "architectures": {"olmo": {"family": "olmo"}}, "seeds": [0]}
+    base = {
+        "train": {"steps": 300, "lr": 0.003},
+        "pairs": {"main": {"a": 1}, "family": {"b": 2}},
+        "architectures": {"olmo": {"family": "olmo"}, "gpt_neox": {"family": "gpt_neox"}},
+        "seeds": [0, 1],
+    }
+    merged = overlay(
+        base, {"train": {"steps": 100}, "pairs": {"solo": {"c": 3}}, "architectures": {"gpt_neox": None}, "seeds": [0]}
+    )
+    assert merged == {
+        "train": {"steps": 100, "lr": 0.003},
+        "pairs": {"solo": {"c": 3}},
+        "architectures": {"olmo": {"family": "olmo"}},
+        "seeds": [0],
+    }
     assert base["train"]["steps"] == 300  # the base is not changed
 
 
@@ -91,14 +101,23 @@ def test_the_scaling_config_plans_in_its_own_folder(tmp_path):
 
 # --- The repository is self-contained and its pages cover the config -------------------------------------
 def _repository_files():
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return [ROOT / f for f in listed if (ROOT / f).is_file() and not f.endswith((".pdf", ".png", ".parquet"))]
 
 
 # Built from parts, so this file does not match itself.
-OUTSIDE = [re.compile(re.escape(".." + "/shared")), re.compile("search" + " index", re.I),
-           re.compile(r"\bdoc" + r" \d{5,}"), re.compile("API" + " memo")]
+OUTSIDE = [
+    re.compile(re.escape(".." + "/shared")),
+    re.compile("search" + " index", re.I),
+    re.compile(r"\bdoc" + r" \d{5,}"),
+    re.compile("API" + " memo"),
+]
 
 
 def test_no_file_points_outside_the_repository_or_to_search_index_ids():
@@ -140,14 +159,19 @@ def test_every_schema_key_is_in_the_configuration_page():
 
 # --- The conda environment states the test extra's pins -------------------------------------------------
 def _pins(text):
-    return {m[1].lower().replace("_", "-"): m[2] for m in re.finditer(r"^\s*-?\s*([A-Za-z0-9_.-]+)\s*==?\s*([\w.]+)",
-                                                                        text, re.M)}
+    return {
+        m[1].lower().replace("_", "-"): m[2]
+        for m in re.finditer(r"^\s*-?\s*([A-Za-z0-9_.-]+)\s*==?\s*([\w.]+)", text, re.M)
+    }
 
 
 def test_environment_yml_lists_every_pin_of_the_test_extra_as_constraints_txt_does():
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
     names = {re.split(r"[=<>\[ ]", req)[0].lower() for req in extra}
-    constraints, environment = _pins((ROOT / "constraints.txt").read_text()), _pins((ROOT / "environment.yml").read_text())
+    constraints, environment = (
+        _pins((ROOT / "constraints.txt").read_text()),
+        _pins((ROOT / "environment.yml").read_text()),
+    )
     for name in names:
         assert name in constraints, f"constraints.txt does not pin {name}"
         assert environment.get(name) == constraints[name], f"environment.yml: {name} {environment.get(name)}"
@@ -156,13 +180,16 @@ def test_environment_yml_lists_every_pin_of_the_test_extra_as_constraints_txt_do
 
 
 # --- Unknown names list the valid ones -----------------------------------------------------------------
-@pytest.mark.parametrize("key,value,listed", [
-    ("arch", "gpt_neo", "unknown architecture 'gpt_neo' (architectures: olmo, gpt_neox, olmo_wide)"),
-    ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5, untied_b, untied_d)"),
-])
+@pytest.mark.parametrize(
+    "key,value,listed",
+    [
+        ("arch", "gpt_neo", "unknown architecture 'gpt_neo' (architectures: olmo, gpt_neox, olmo_wide)"),
+        ("variant", "tide", "unknown variant 'tide' (variants: tied, untied, tied_x5, untied_b, untied_d)"),
+    ],
+)
 def test_an_unknown_name_lists_the_valid_ones(key, value, listed):
-    from tying.plan.checks import check
     from tying.errors import PipelineError
+    from tying.plan.checks import check
 
     config = load()
     config["pairs"]["family"]["tied"][key] = value

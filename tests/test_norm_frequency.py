@@ -18,8 +18,17 @@ def test_join_of_norms_counts_and_initial_norms():
     untied, tied = Embeddings(inp, out, False, TOKENS), Embeddings(tied, tied, True, TOKENS)
     start = (Embeddings(inp / 5, out / 2, False, TOKENS), Embeddings(2 * tied.input, 2 * tied.input, True, TOKENS))
     frame = norm_frequency_frame(untied, tied, token_set, start)
-    assert list(frame.columns) == ["matrix", "token_id", "count", "drawn", "per_million", "norm", "initial_norm",
-                                   "no_gradient_level", "n_tokens"]
+    assert list(frame.columns) == [
+        "matrix",
+        "token_id",
+        "count",
+        "drawn",
+        "per_million",
+        "norm",
+        "initial_norm",
+        "no_gradient_level",
+        "n_tokens",
+    ]
     assert frame.loc[frame["matrix"] == "tied", "drawn"].tolist() == [3, 1]
     assert frame["matrix"].unique().tolist() == ["untied_input", "untied_output", "tied"]
     by = frame.set_index(["matrix", "token_id"])
@@ -28,8 +37,8 @@ def test_join_of_norms_counts_and_initial_norms():
     assert by.loc["untied_input", "initial_norm"].tolist() == pytest.approx([1.0, 0.4])
     assert by.loc["untied_output", "norm"].tolist() == pytest.approx([10.0, 4.0])
     assert by.loc["untied_output", "initial_norm"].tolist() == pytest.approx([5.0, 2.0])
-    assert by.loc["tied", "norm"].tolist() == pytest.approx([2 ** 0.5, 0.0])
-    assert by.loc["tied", "initial_norm"].tolist() == pytest.approx([2 * 2 ** 0.5, 0.0])
+    assert by.loc["tied", "norm"].tolist() == pytest.approx([2**0.5, 0.0])
+    assert by.loc["tied", "initial_norm"].tolist() == pytest.approx([2 * 2**0.5, 0.0])
     assert (frame["n_tokens"] == 2).all()
     assert norm_frequency_frame(untied, tied, token_set)["initial_norm"].isna().all()
 
@@ -44,17 +53,24 @@ def test_token_ids_outside_the_vocabulary_are_errors():
 def _profile(name, norm_of_log_count, per_bin=10, bins=12):
     """`per_bin` tokens in each of `bins` quarter-decade bins from count 1; norm = f(bin centre)."""
     log_count = np.repeat(0.25 * np.arange(bins) + 0.125, per_bin)
-    return pd.DataFrame({"matrix": name, "drawn": np.round(10 ** log_count).astype(int),
-                         "norm": [norm_of_log_count(x) for x in log_count]})
+    return pd.DataFrame(
+        {
+            "matrix": name,
+            "drawn": np.round(10**log_count).astype(int),
+            "norm": [norm_of_log_count(x) for x in log_count],
+        }
+    )
 
 
 def test_shape_stats_flat_rising_and_rise_then_fall():
-    frame = pd.concat([
-        _profile("flat", lambda x: 1.0),
-        _profile("rising", lambda x: 1.0 + x),
-        _profile("peaked", lambda x: 2.0 - abs(x - 1.5)),  # peak at 10^1.5, 2.0; ends at 0.625 and 0.625 + ...
-        pd.DataFrame({"matrix": ["flat"], "drawn": [0], "norm": [50.0]}),  # an undrawn token is left out
-    ])
+    frame = pd.concat(
+        [
+            _profile("flat", lambda x: 1.0),
+            _profile("rising", lambda x: 1.0 + x),
+            _profile("peaked", lambda x: 2.0 - abs(x - 1.5)),  # peak at 10^1.5, 2.0; ends at 0.625 and 0.625 + ...
+            pd.DataFrame({"matrix": ["flat"], "drawn": [0], "norm": [50.0]}),  # an undrawn token is left out
+        ]
+    )
     stats = shape_stats(frame).set_index("matrix")
     assert list(stats.columns) == ["bins", "spread", "rise", "fall", "peak_count", "drift", "net_drift", "spearman"]
     assert stats.loc["flat", ["spread", "rise", "fall"]].tolist() == [0.0, 0.0, 0.0]
@@ -75,7 +91,7 @@ def test_sparse_bins_are_merged_within_half_a_decade_so_every_token_is_binned():
     # quarter-decade bin below (10^0.875), which lies within half a decade of them.
     assert binned["tokens"].tolist() == [10, 10, 10, 17]
     assert binned["norm"].tolist() == pytest.approx([1.125, 1.375, 1.625, (10 * 1.875 + 3 * 99 + 4 * 50) / 17])
-    assert (binned["count_low"].iloc[-1], binned["count_high"].iloc[-1]) == (round(10 ** 0.875), 16)
+    assert (binned["count_low"].iloc[-1], binned["count_high"].iloc[-1]) == (round(10**0.875), 16)
     # Tokens 1.5 decades above the rest keep bins of their own, however few: a top bin spans at most half a decade.
     far = pd.DataFrame({"matrix": "m", "drawn": [100000] * 3 + [400000] * 4, "norm": [99.0] * 3 + [50.0] * 4})
     binned = binned_norms(pd.concat([frame, far]))
@@ -84,8 +100,12 @@ def test_sparse_bins_are_merged_within_half_a_decade_so_every_token_is_binned():
 
 
 def test_sparse_rarest_bins_join_the_bin_above_only_within_half_a_decade():
-    assert binned_norms(pd.DataFrame({"matrix": "m", "drawn": [1] * 3 + [2] * 12, "norm": 1.0}))["tokens"].tolist() == [15]
-    assert binned_norms(pd.DataFrame({"matrix": "m", "drawn": [1] * 3 + [10] * 12, "norm": 1.0}))["tokens"].tolist() == [3, 12]
+    assert binned_norms(pd.DataFrame({"matrix": "m", "drawn": [1] * 3 + [2] * 12, "norm": 1.0}))["tokens"].tolist() == [
+        15
+    ]
+    assert binned_norms(pd.DataFrame({"matrix": "m", "drawn": [1] * 3 + [10] * 12, "norm": 1.0}))[
+        "tokens"
+    ].tolist() == [3, 12]
     assert frequency_bins(np.array([1, 1, 10, 10, 10, 100]), min_tokens=2).tolist() == [0, 0, 1, 1, 1, 2]
 
 

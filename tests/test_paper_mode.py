@@ -1,4 +1,5 @@
 """Paper-scale mode through snakemake, offline, from a fake hub cache of tiny released models."""
+
 import copy
 import json
 import os
@@ -7,19 +8,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from hubfixtures import add_vocab_files_repo, build_hub_cache
 from snakerun import planned_jobs, snakemake
-from tying.plan.layers import load
+
 from tying.checkpoints.embeddings import load_embeddings
+from tying.plan.layers import load
 
 PAPER = load("configs/paper.yaml")
 
 # configs/paper.yaml in miniature: the same pairs and targets over the fake repos, a local corpus, a tiny lens.
 FAKE_PAIRS = {
-    "main": {"tied": {"hub": "test-org/olmo-tied", "revision": "main"},
-             "untied": {"hub": "test-org/olmo-untied", "revision": "main"},
-             "evolution": {0: "step0", 1000: "step1000"}},
+    "main": {
+        "tied": {"hub": "test-org/olmo-tied", "revision": "main"},
+        "untied": {"hub": "test-org/olmo-untied", "revision": "main"},
+        "evolution": {0: "step0", 1000: "step1000"},
+    },
     "family": {"tied": {"hub": "test-org/gpt-neo"}, "untied": {"hub": "test-org/pythia"}},
     "scale": {"tied": {"hub": "test-org/qwen3-tied"}, "untied": {"hub": "test-org/qwen3-untied-sharded"}},
 }
@@ -46,8 +49,13 @@ def hub_env(tmp_path_factory):
     rng = np.random.default_rng(0)
     docs = [{"text": " ".join(f"t{i}" for i in rng.integers(1, 64, size=120))} for _ in range(24)]
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_CACHE": str(root / "cache"),
-           "HF_HOME": str(root / "hf-home")}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_CACHE": str(root / "cache"),
+        "HF_HOME": str(root / "hf-home"),
+    }
     return env, root / "corpus.jsonl"
 
 
@@ -61,8 +69,14 @@ def paper_run(hub_env, tmp_path_factory):
 
 
 def test_paper_config_builds_its_figures_and_tables_from_fetched_models(paper_run):
-    for target in ("figures/fig1.pdf", "figures/fig2.pdf", "figures/fig3.pdf", "results/tables/table1.csv",
-                   "results/tables/table5.csv", "results/tables/claims.md"):
+    for target in (
+        "figures/fig1.pdf",
+        "figures/fig2.pdf",
+        "figures/fig3.pdf",
+        "results/tables/table1.csv",
+        "results/tables/table5.csv",
+        "results/tables/claims.md",
+    ):
         assert (paper_run / target).stat().st_size > 0, target
     table1 = pd.read_csv(paper_run / "results/tables/table1.csv")
     assert set(table1["pair"]) == {"main", "family"}
@@ -77,8 +91,13 @@ def test_paper_config_builds_its_figures_and_tables_from_fetched_models(paper_ru
 def test_fetches_record_the_resolved_commit_and_only_the_lens_downloads_whole_models(paper_run, hub_env):
     env, _ = hub_env
     cache = Path(env["HF_HUB_CACHE"])
-    fetched = sorted(p.parent.relative_to(paper_run / "results/hub") for p in (paper_run / "results/hub").glob("*/*/*/*/source.json"))
-    assert [str(p) for p in fetched if p.parts[0] == "full"] == ["full/test-org/olmo-tied/main", "full/test-org/olmo-untied/main"]
+    fetched = sorted(
+        p.parent.relative_to(paper_run / "results/hub") for p in (paper_run / "results/hub").glob("*/*/*/*/source.json")
+    )
+    assert [str(p) for p in fetched if p.parts[0] == "full"] == [
+        "full/test-org/olmo-tied/main",
+        "full/test-org/olmo-untied/main",
+    ]
     assert len([p for p in fetched if p.parts[0] == "embeddings"]) == 8
     record = json.loads((paper_run / "results/hub/embeddings/test-org/olmo-untied/step0/source.json").read_text())
     assert record["commit"] == (cache / "models--test-org--olmo-untied/refs/step0").read_text()
@@ -90,8 +109,11 @@ def test_lens_of_a_hub_model_reads_the_corpus_in_its_own_tokenizer(paper_run):
     meta = json.loads((tokens / "meta.json").read_text())
     documents = pd.read_parquet(paper_run / "results/corpus/shard0.parquet")
     # The fake tokenizer maps word t{i} to id i; each document ends with EOS (id 0).
-    expected = [i for text in documents.loc[documents["split"] == "train", "text"]
-                for i in [*(int(word[1:]) for word in text.split()), 0]]
+    expected = [
+        i
+        for text in documents.loc[documents["split"] == "train", "text"]
+        for i in [*(int(word[1:]) for word in text.split()), 0]
+    ]
     assert np.fromfile(tokens / "train.bin", dtype=meta["dtype"]).tolist() == expected
     assert meta["eos_id"] == 0 and meta["tokens"]["train"] == len(expected)
     lens = pd.read_parquet(paper_run / "results/metrics/lens/main/tied/seed0.parquet")
@@ -106,8 +128,10 @@ def test_claims_of_a_paper_run_fill_their_own_paper_scale_column(paper_run):
     # One released pair: token bootstraps where per-token values exist, C3 a bootstrap over validation windows.
     assert claims.loc["C1", "interval"].endswith("tokens, one pair of models")
     assert claims.loc["C1", "verdict"].endswith("(one pair of models)")
-    assert claims.loc["C3", "interval"].startswith("95% bootstrap over ") and "validation windows" in claims.loc[
-        "C3", "interval"]
+    assert (
+        claims.loc["C3", "interval"].startswith("95% bootstrap over ")
+        and "validation windows" in claims.loc["C3", "interval"]
+    )
     # C3's certificate trains its 4x reference lens on the hub pair too. These random tiny models' early states
     # sit about 0.001 bits from their output, so C3 has no room for a gap: not testable, whatever the certificate.
     detail, verdict = claims.loc["C3", "detail"], claims.loc["C3", "verdict"]
@@ -117,8 +141,12 @@ def test_claims_of_a_paper_run_fill_their_own_paper_scale_column(paper_run):
     assert (claims.drop(index=["C3", "C3s0"])["testable"] == "yes").all()  # released models: no count table to beat
     assert "paper_scale" in (paper_run / "results/tables/claims.md").read_text()
     # The commits the numbers came from, as each fetch recorded them: tied / untied, short.
-    commits = [json.loads((paper_run / f"results/hub/embeddings/test-org/olmo-{role}/main/source.json").read_text())
-               ["commit"][:7] for role in ("tied", "untied")]
+    commits = [
+        json.loads((paper_run / f"results/hub/embeddings/test-org/olmo-{role}/main/source.json").read_text())["commit"][
+            :7
+        ]
+        for role in ("tied", "untied")
+    ]
     assert (claims["commits"] == " / ".join(commits)).all()
     assert " / ".join(commits) in (paper_run / "results/tables/claims.md").read_text()
 
@@ -141,7 +169,9 @@ def test_unknown_revision_fails_its_fetch_in_one_line_and_builds_nothing_downstr
     config = fake_paper_config(corpus)
     config["pairs"]["main"] = {**FAKE_PAIRS["main"], "evolution": {0: "step0", 5: "step999"}}
     result = snakemake(tmp_path, "figures/fig3.pdf", config=config, env=env)
-    line = "cannot fetch test-org/olmo-untied@step999: revision not found in the local hub cache (HF_HUB_OFFLINE is set)"
+    line = (
+        "cannot fetch test-org/olmo-untied@step999: revision not found in the local hub cache (HF_HUB_OFFLINE is set)"
+    )
     assert result.returncode != 0
     assert (tmp_path / "logs/hub/embeddings/test-org/olmo-untied/step999.log").read_text() == f"error: {line}\n"
     assert f"error: {line}" in result.stderr
@@ -156,7 +186,9 @@ def test_a_model_without_tokenizer_json_gets_one_built_at_fetch_time(hub_env, tm
     assert result.returncode == 0, result.stderr[-3000:]
     embeddings = load_embeddings(fetched)  # reads tokenizer.json
     assert embeddings.tied and embeddings.input.shape == (269, 32)
-    assert embeddings.tokens[0] == "<|endoftext|>" and {"vocab.json", "merges.txt"} <= {p.name for p in fetched.iterdir()}
+    assert embeddings.tokens[0] == "<|endoftext|>" and {"vocab.json", "merges.txt"} <= {
+        p.name for p in fetched.iterdir()
+    }
 
 
 def test_paper_config_dry_run_plans_every_fetch_and_analysis_without_the_hub(tmp_path):
@@ -168,10 +200,20 @@ def test_paper_config_dry_run_plans_every_fetch_and_analysis_without_the_hub(tmp
     assert planned_jobs(result) == {
         "corpus": 1,
         "hub_embeddings": 6 + evolution_revisions,  # both models of main, family, scale; every evolution revision
-        "hub_model": 6, "hub_tokens": 6, "lens": 6, "fig_lens": 3,  # Figures 2, 6, 7: both models of three pairs
-        "alignment": 2, "table1": 1, "fig1": 1,  # main, family
-        "knn": 3, "table5": 1,
-        "evolution": 3, "fig_evolution": 3,  # Figures 3, 8, 9
-        "claims": 1, "claims_figure": 1, "lens_convergence": 2, "all": 1,  # C3's half-budget check: both models of main
+        "hub_model": 6,
+        "hub_tokens": 6,
+        "lens": 6,
+        "fig_lens": 3,  # Figures 2, 6, 7: both models of three pairs
+        "alignment": 2,
+        "table1": 1,
+        "fig1": 1,  # main, family
+        "knn": 3,
+        "table5": 1,
+        "evolution": 3,
+        "fig_evolution": 3,  # Figures 3, 8, 9
+        "claims": 1,
+        "claims_figure": 1,
+        "lens_convergence": 2,
+        "all": 1,  # C3's half-budget check: both models of main
     }
     assert not (tmp_path / "results").exists()

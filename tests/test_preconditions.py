@@ -1,30 +1,56 @@
 """Preconditions: a claim measured outside the regime it describes is "not testable here", with the reason."""
+
 import numpy as np
 import pandas as pd
 
 from tying.claims.definitions import ALL_TOKENS
-from tying.claims.statistics import claim_statistics
-from tying.claims.verdicts import claims_table
 from tying.claims.preconditions import MIN_BIN_TOKENS, PEAK_DRAWS, ROOM_BITS, apply, pair_checks, peak_draws
 from tying.claims.report import claims_tables
+from tying.claims.statistics import claim_statistics
+from tying.claims.verdicts import claims_table
 
 SEEDS = (0, 1, 2, 3, 4)
 
 
 def quality(offset):
     """Quality rows of a pair whose three models sit `offset` nats from a 4.0-nat bigram table (seed jitter)."""
-    rows = [{"pair": "main", "seed": s, "role": role, "arch": "olmo", "variant": role, "step": 1000,
-             "val_loss": 4.0 + offset + 0.01 * s, "unigram_loss": 6.0, "bigram_loss": 4.0, "bigram_weight": 0.8}
-            for s in SEEDS for role in ("tied", "untied", "tied_x5")]
+    rows = [
+        {
+            "pair": "main",
+            "seed": s,
+            "role": role,
+            "arch": "olmo",
+            "variant": role,
+            "step": 1000,
+            "val_loss": 4.0 + offset + 0.01 * s,
+            "unigram_loss": 6.0,
+            "bigram_loss": 4.0,
+            "bigram_weight": 0.8,
+        }
+        for s in SEEDS
+        for role in ("tied", "untied", "tied_x5")
+    ]
     frame = pd.DataFrame(rows)
     return frame.assign(margin=frame["val_loss"] - frame["bigram_loss"])
 
 
 def lens(untied_bits):
     """Lens rows of a 4-block pair: untied KL `untied_bits` at every state, the tied model 0.3 bits above."""
-    return pd.DataFrame([{"pair": "main", "role": role, "seed": s, "layer": layer, "lens": "tuned",
-                          "kl_bits": untied_bits + (0.3 + 0.01 * s) * (role == "tied")}
-                         for s in SEEDS for role in ("tied", "untied") for layer in range(5)])
+    return pd.DataFrame(
+        [
+            {
+                "pair": "main",
+                "role": role,
+                "seed": s,
+                "layer": layer,
+                "lens": "tuned",
+                "kl_bits": untied_bits + (0.3 + 0.01 * s) * (role == "tied"),
+            }
+            for s in SEEDS
+            for role in ("tied", "untied")
+            for layer in range(5)
+        ]
+    )
 
 
 def checked(quality_frame, lens_frame):
@@ -45,8 +71,17 @@ def test_c3_is_not_testable_on_models_worse_than_their_bigram_table():
 
 def test_the_claims_rule_applies_the_preconditions_to_its_table():
     """claims_tables, what the claims rule writes: the report, then each claim's preconditions."""
-    options = {"pairs": ["main"], "knn_k": 10, "early_steps": None, "scaled_variant": "tied_x5", "released": [],
-               "at_paper_scale": False, "mixture": None, "norm_shuffles": 200, "comparable_draws": 100}
+    options = {
+        "pairs": ["main"],
+        "knn_k": 10,
+        "early_steps": None,
+        "scaled_variant": "tied_x5",
+        "released": [],
+        "at_paper_scale": False,
+        "mixture": None,
+        "norm_shuffles": 200,
+        "comparable_draws": 100,
+    }
     for offset, c3 in ((+0.3, "not testable here"), (-0.5, "holds")):
         table, seeds = claims_tables({"quality": quality(offset), "lens": lens(2.0)}, {}, options)
         rows = table.set_index("claim")
@@ -65,9 +100,14 @@ def test_c3_needs_room_for_a_gap_in_the_untied_models_early_states():
 def norm_freq(top_draws):
     """Norm-frequency rows of three seeds: 200 tokens drawn 10-999 times and 12 tokens drawn `top_draws` times."""
     drawn = np.r_[np.linspace(10, 999, 200).astype(int), np.full(12, top_draws)]
-    return pd.DataFrame([{"pair": "main", "seed": s, "matrix": m, "token_id": i, "drawn": d, "norm": 1.0}
-                         for s in range(3) for m in ("untied_input", "untied_output", "tied")
-                         for i, d in enumerate(drawn)])
+    return pd.DataFrame(
+        [
+            {"pair": "main", "seed": s, "matrix": m, "token_id": i, "drawn": d, "norm": 1.0}
+            for s in range(3)
+            for m in ("untied_input", "untied_output", "tied")
+            for i, d in enumerate(drawn)
+        ]
+    )
 
 
 def test_c6b_needs_draws_that_reach_the_papers_peak():
@@ -76,6 +116,9 @@ def test_c6b_needs_draws_that_reach_the_papers_peak():
     assert long.passed and long.seen == "12 tokens drawn >= 10,000 times (most drawn: 30,000)"
     assert MIN_BIN_TOKENS <= 12
     table = pd.DataFrame({"pair": "main", "claim": ["C6a", "C6b"], "verdict": "does not hold", "detail": ""})
-    for frame, verdict in ((norm_freq(PEAK_DRAWS - 1), "not testable here"), (norm_freq(3 * PEAK_DRAWS), "does not hold")):
+    for frame, verdict in (
+        (norm_freq(PEAK_DRAWS - 1), "not testable here"),
+        (norm_freq(3 * PEAK_DRAWS), "does not hold"),
+    ):
         out = apply(table, {"main": {"peak draws": peak_draws(frame, "main")}}).set_index("claim")
         assert out.loc["C6b", "verdict"] == verdict and out.loc["C6a", "verdict"] == "does not hold"

@@ -1,8 +1,11 @@
 """tying.plan.references: the three kinds of model reference, built from a config's mapping, and what each answers."""
+
 from tying.plan.references import Hub, Local, Trained, reference
 
-CONFIG = {"train": {"steps": 6, "checkpoints": [6, 0, 3]},
-          "architectures": {"olmo": {}, "cell": {"train": {"steps": 4, "checkpoints": [0, 4]}}}}
+CONFIG = {
+    "train": {"steps": 6, "checkpoints": [6, 0, 3]},
+    "architectures": {"olmo": {}, "cell": {"train": {"steps": 4, "checkpoints": [0, 4]}}},
+}
 
 
 def test_a_mapping_is_one_kind_by_its_keys():
@@ -27,10 +30,14 @@ def test_each_kind_says_its_directory_at_a_seed_and_step_and_where_a_lens_reads_
 
 
 def test_each_kind_says_its_evolution_its_schedule_and_its_pin():
-    assert Trained("cell", "untied").evolution(CONFIG, 1) == {0: "results/checkpoints/cell/untied/seed1/step0",
-                                                              4: "results/checkpoints/cell/untied/seed1/step4"}
-    assert Hub("org/m").evolution(CONFIG, 0, {"10": "s10", 2: "s2"}) == {2: "results/hub/embeddings/org/m/s2",
-                                                                          10: "results/hub/embeddings/org/m/s10"}
+    assert Trained("cell", "untied").evolution(CONFIG, 1) == {
+        0: "results/checkpoints/cell/untied/seed1/step0",
+        4: "results/checkpoints/cell/untied/seed1/step4",
+    }
+    assert Hub("org/m").evolution(CONFIG, 0, {"10": "s10", 2: "s2"}) == {
+        2: "results/hub/embeddings/org/m/s2",
+        10: "results/hub/embeddings/org/m/s10",
+    }
     assert Local("/m").evolution(CONFIG, 0, {5: "/m5", 1: "/m1"}) == {1: "/m1", 5: "/m5"}
     assert Trained("olmo", "tied").schedule(CONFIG).checkpoints == (0, 3, 6)
     assert Hub("org/m").schedule(CONFIG).final == Local("/m").schedule(CONFIG).final == 6

@@ -1,5 +1,6 @@
 """Claims across regimes (tying.claims.regimes): the common token set is the intersection it claims to be, and the
 per-token claims on it are the planted tokens' means."""
+
 import pandas as pd
 import pytest
 
@@ -15,17 +16,20 @@ def planted_build(tmp_path, label, strings, drawn):
     (directory / "results" / "token_sets" / "main").mkdir(parents=True)
     for seed, counts in drawn.items():
         pd.DataFrame({"token_id": list(counts), "drawn": list(counts.values())}).to_parquet(
-            directory / "results" / "token_sets" / "main" / f"seed{seed}.parquet")
+            directory / "results" / "token_sets" / "main" / f"seed{seed}.parquet"
+        )
     build = Build(label, directory, "main", pd.DataFrame(), tuple(drawn))
     build.strings = dict(enumerate(strings))
     return build
 
 
 def test_the_common_tokens_are_those_every_seed_of_every_build_drew_often_enough(tmp_path):
-    a = planted_build(tmp_path, "a", ["a", "b", "c", "d"], {0: {0: 200, 1: 150, 2: 50, 3: 300},
-                                                             1: {0: 120, 1: 90, 2: 500, 3: 100}})
-    b = planted_build(tmp_path, "b", ["d", "a", "x", "c"], {0: {0: 100, 1: 99, 2: 1000, 3: 1000},
-                                                             1: {0: 100, 2: 1000, 3: 1000}})  # "a" not analysed
+    a = planted_build(
+        tmp_path, "a", ["a", "b", "c", "d"], {0: {0: 200, 1: 150, 2: 50, 3: 300}, 1: {0: 120, 1: 90, 2: 500, 3: 100}}
+    )
+    b = planted_build(
+        tmp_path, "b", ["d", "a", "x", "c"], {0: {0: 100, 1: 99, 2: 1000, 3: 1000}, 1: {0: 100, 2: 1000, 3: 1000}}
+    )  # "a" not analysed
     assert common_tokens([a], 100) == ["a", "d"]
     assert common_tokens([b], 100) == ["c", "d", "x"]
     assert common_tokens([a, b], 100) == ["d"]
@@ -39,19 +43,65 @@ def per_token_frames(values):
     for seed in SEEDS:
         for token, v in values.items():
             for target in ("true", "permuted"):
-                alignment += [{"pair": "main", "seed": seed, "step": 10, "map": "linear", "scored": "held_out",
-                               "target": target, "comparison": c, "token_id": token, "cosine": x}
-                              for c, x in (("output_u->tied", v + seed), ("input_u->tied", 0.0))]
-                scaling += [{"pair": "main", "seed": seed, "step": 10, "variant": var, "reference": ref,
-                             "scored": "held_out", "target": target, "token_id": token, "cosine": x}
-                            for var, ref, x in (("tied_x5", "input_u", v), ("tied", "input_u", 0.0),
-                                                ("tied_x5", "output_u", 0.0), ("tied", "output_u", v))]
-            knn += [{"pair": "main", "seed": seed, "step": 10, "k": 10, "comparison": c, "token_id": token,
-                     "overlap": x, "null_overlap": 0.0} for c, x in (("tied_vs_output_u", v), ("tied_vs_input_u", 0.0))]
-            evolution += [{"run": "main", "seed": seed, "matrix": m, "step": 10, "token_id": token, "drift": x}
-                          for m, x in (("input", 0.9), ("output", 0.9 - v))]
-    return {name: pd.DataFrame(rows) for name, rows in
-            (("alignment", alignment), ("knn", knn), ("evolution_tokens", evolution), ("scaling_tokens", scaling))}
+                alignment += [
+                    {
+                        "pair": "main",
+                        "seed": seed,
+                        "step": 10,
+                        "map": "linear",
+                        "scored": "held_out",
+                        "target": target,
+                        "comparison": c,
+                        "token_id": token,
+                        "cosine": x,
+                    }
+                    for c, x in (("output_u->tied", v + seed), ("input_u->tied", 0.0))
+                ]
+                scaling += [
+                    {
+                        "pair": "main",
+                        "seed": seed,
+                        "step": 10,
+                        "variant": var,
+                        "reference": ref,
+                        "scored": "held_out",
+                        "target": target,
+                        "token_id": token,
+                        "cosine": x,
+                    }
+                    for var, ref, x in (
+                        ("tied_x5", "input_u", v),
+                        ("tied", "input_u", 0.0),
+                        ("tied_x5", "output_u", 0.0),
+                        ("tied", "output_u", v),
+                    )
+                ]
+            knn += [
+                {
+                    "pair": "main",
+                    "seed": seed,
+                    "step": 10,
+                    "k": 10,
+                    "comparison": c,
+                    "token_id": token,
+                    "overlap": x,
+                    "null_overlap": 0.0,
+                }
+                for c, x in (("tied_vs_output_u", v), ("tied_vs_input_u", 0.0))
+            ]
+            evolution += [
+                {"run": "main", "seed": seed, "matrix": m, "step": 10, "token_id": token, "drift": x}
+                for m, x in (("input", 0.9), ("output", 0.9 - v))
+            ]
+    return {
+        name: pd.DataFrame(rows)
+        for name, rows in (
+            ("alignment", alignment),
+            ("knn", knn),
+            ("evolution_tokens", evolution),
+            ("scaling_tokens", scaling),
+        )
+    }
 
 
 def test_the_per_token_claims_on_the_common_tokens_are_their_planted_means(tmp_path):

@@ -4,6 +4,7 @@ In the README's results section, a paragraph that links a table of record (docs/
 paragraphs after it, up to the next such link, quote that table: every decimal number in them must be
 written in it.
 """
+
 import re
 from pathlib import Path
 

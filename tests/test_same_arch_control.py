@@ -1,21 +1,22 @@
 """The same-architecture control (config.yaml's controls; configs/control-olmo.yaml sets the GPT-NeoX ones beside
 them): a second untied OLMo run per seed with its own initialisation and the seed's batches, whose matrices take
 the tied role against the `main` untied run."""
+
 import pytest
 import torch
-
 from conftest import markov_tokens, word_tokenizer
 from safetensors.torch import load_file
 from snakerun import ROOT, planned_jobs, snakemake
+
 from tying.data.batches import train_batch
 from tying.errors import PipelineError
-from tying.train import loop
 from tying.plan.checks import check
-from tying.plan.layers import load
-from tying.plan.run_params import run_params
 from tying.plan.claims import claims_pairs, matched_null, matched_null_seeds, mixture_pair
+from tying.plan.layers import load
 from tying.plan.pairs import pair_models, token_set_runs, trained_runs
+from tying.plan.run_params import run_params
 from tying.plan.run_spec import RunSpec
+from tying.train import loop
 from tying.train.models import build_model, init_seed, model_config
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -32,11 +33,16 @@ def test_the_second_untied_run_differs_from_the_first_only_in_its_initialisation
 def test_the_control_pair_plans_the_second_runs_matrix_against_the_main_untied_run_on_the_same_batches():
     for seed in (0, 1, 2):
         models = pair_models(CONFIG, "control_olmo", seed)
-        assert models == {"tied": f"results/controls/olmo/untied_b/seed{seed}/step1000/input",
-                          "untied": f"results/checkpoints/olmo/untied/seed{seed}/step1000"}
+        assert models == {
+            "tied": f"results/controls/olmo/untied_b/seed{seed}/step1000/input",
+            "untied": f"results/checkpoints/olmo/untied/seed{seed}/step1000",
+        }
         # one run shape: both runs drew the seed's batches, so the pair's token set is the main pair's
-        assert token_set_runs(CONFIG, "control_olmo", seed) == token_set_runs(CONFIG, "main", seed) == [
-            (seed, 1000, 16, 64)]
+        assert (
+            token_set_runs(CONFIG, "control_olmo", seed)
+            == token_set_runs(CONFIG, "main", seed)
+            == [(seed, 1000, 16, 64)]
+        )
     assert pair_models(CONFIG, "control_olmo_output", 2)["tied"].endswith("untied_b/seed2/step1000/output")
     assert mixture_pair(CONFIG, claims_pairs(CONFIG)) == "control_olmo_mixture"
     runs = trained_runs(CONFIG, claims_pairs(CONFIG))
@@ -94,7 +100,8 @@ def test_a_dry_run_plans_the_second_runs_and_their_matrices(tmp_path):
 
 
 def test_a_data_offset_trains_the_seeds_start_on_another_seeds_batches_and_no_offset_keeps_the_fingerprint(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """data_offset, init_offset's mirror (lens_budget's data-order null): the start of seed s, the batches of seed
     s + offset; a run without one keeps its fingerprint, and no pair may name such a variant."""
     fields = {**run_params(CONFIG, "olmo", "untied"), "seed": 3, "vocab_size": 50, "eos_id": 0}
@@ -111,16 +118,44 @@ def test_a_data_offset_trains_the_seeds_start_on_another_seeds_batches_and_no_of
     def spy(ids, step, seed, *rest):
         seen.append(seed)
         return train_batch(ids, step, seed, *rest)
+
     monkeypatch.setattr(loop, "train_batch", spy)
     ids, tokenizer = markov_tokens(3_000, 64, seed=1), word_tokenizer(64)
-    small = dict(family="olmo", vocab_size=64, eos_id=0, hidden_size=16, layers=1, heads=2, intermediate_size=32,
-                 seq_len=16, tied=False, input_grad_scale=1.0, seed=2, steps=2, batch_size=2, lr=1e-2, warmup=1,
-                 min_lr_ratio=0.1, weight_decay=0.1, grad_clip=1.0, checkpoints=(0, 2), eval_batches=1)
+    small = dict(
+        family="olmo",
+        vocab_size=64,
+        eos_id=0,
+        hidden_size=16,
+        layers=1,
+        heads=2,
+        intermediate_size=32,
+        seq_len=16,
+        tied=False,
+        input_grad_scale=1.0,
+        seed=2,
+        steps=2,
+        batch_size=2,
+        lr=1e-2,
+        warmup=1,
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        grad_clip=1.0,
+        checkpoints=(0, 2),
+        eval_batches=1,
+    )
     for name, extra in (("plain", {}), ("data", {"data_offset": 1})):
         root = tmp_path / name
-        loop.train(RunSpec(**small, **extra), ids[:2_500], ids[2_500:], tokenizer, root / "work",
-                   checkpoint_dirs={s: root / f"step{s}" for s in (0, 2)}, log_path=root / "log.parquet",
-                   provenance_path=root / "provenance.parquet", log_every=100)
+        loop.train(
+            RunSpec(**small, **extra),
+            ids[:2_500],
+            ids[2_500:],
+            tokenizer,
+            root / "work",
+            checkpoint_dirs={s: root / f"step{s}" for s in (0, 2)},
+            log_path=root / "log.parquet",
+            provenance_path=root / "provenance.parquet",
+            log_every=100,
+        )
     assert seen == [2, 2, 3, 3]  # the plain run's batches are seed 2's, the offset run's seed 3's
     start = [load_file(tmp_path / name / "step0" / "model.safetensors") for name in ("plain", "data")]
     assert all(torch.equal(start[0][k], start[1][k]) for k in start[0])  # the same initialisation

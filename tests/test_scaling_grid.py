@@ -1,27 +1,39 @@
 """The scaling grid wired into the DAG (issue 21): cells are ordinary architectures and pairs, each with
 its own schedule, on a micro grid (two sizes x two step counts, three seeds); the draft grids plan."""
+
 import copy
 import re
 
 import pandas as pd
 import pytest
 import yaml
-
 from snakerun import ROOT, planned_jobs, snakemake
-from tying.plan import grid
-from tying.plan import pairs, runs
+
 from tying.claims.definitions import ALL_TOKENS
+from tying.errors import PipelineError
+from tying.plan import grid, pairs, runs
 from tying.plan.config import prepared
 from tying.plan.layers import load
 from tying.plan.run_params import run_params
-from tying.errors import PipelineError
 
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 # tests/micro.yaml's data, training and analysis; its pairs and targets give way to the grid's cells.
-GRID = {**MICRO, "seeds": [0, 1, 2], "architectures": {"olmo": {"family": "olmo"}}, "pairs": {}, "figures": {},
-        "tables": {}, "scaling": {"head_dim": 8, "mlp_ratio": 2, "steps": [4, 6], "seeds": [0, 1, 2],
-                                  "sizes": [{"hidden_size": 16, "layers": 1}, {"hidden_size": 24, "layers": 1}],
-                                  "lens": ["d16_l1_s4"]}}
+GRID = {
+    **MICRO,
+    "seeds": [0, 1, 2],
+    "architectures": {"olmo": {"family": "olmo"}},
+    "pairs": {},
+    "figures": {},
+    "tables": {},
+    "scaling": {
+        "head_dim": 8,
+        "mlp_ratio": 2,
+        "steps": [4, 6],
+        "seeds": [0, 1, 2],
+        "sizes": [{"hidden_size": 16, "layers": 1}, {"hidden_size": 24, "layers": 1}],
+        "lens": ["d16_l1_s4"],
+    },
+}
 CELLS = ["d16_l1_s4", "d16_l1_s6", "d24_l1_s4", "d24_l1_s6"]
 AGGREGATES = {"scaling_table", "scaling_figure", "scaling_exposure", "all"}
 
@@ -42,11 +54,25 @@ def _plain(cell, of=GRID):
     c = next(c for c in grid.cells(of) if c.name == cell)
     config = {k: copy.deepcopy(v) for k, v in of.items() if k != "scaling"}
     config["train"] |= {"steps": c.steps, "checkpoints": [0, c.steps]}
-    config["architectures"] = {cell: {"family": "olmo", "hidden_size": c.hidden_size, "layers": c.layers,
-                                      "heads": c.heads, "intermediate_size": c.intermediate_size}}
-    config["pairs"] = {cell: {"tied": {"arch": cell, "variant": "tied"}, "untied": {"arch": cell, "variant": "untied"},
-                              "scaled": list(c.scaled), "seeds": list(c.seeds), "lens": c.lens,
-                              "lens_reference": c.lens_reference}}
+    config["architectures"] = {
+        cell: {
+            "family": "olmo",
+            "hidden_size": c.hidden_size,
+            "layers": c.layers,
+            "heads": c.heads,
+            "intermediate_size": c.intermediate_size,
+        }
+    }
+    config["pairs"] = {
+        cell: {
+            "tied": {"arch": cell, "variant": "tied"},
+            "untied": {"arch": cell, "variant": "untied"},
+            "scaled": list(c.scaled),
+            "seeds": list(c.seeds),
+            "lens": c.lens,
+            "lens_reference": c.lens_reference,
+        }
+    }
     config["tables"] = {"claims": cell}
     return config
 
@@ -61,8 +87,9 @@ def test_cells_are_merged_as_architectures_with_their_own_schedule_and_pairs():
     assert "train" not in runs.model_dims(config, "d24_l1_s6")
     short, long = run_params(config, "d24_l1_s4", "tied"), run_params(config, "d24_l1_s6", "tied")
     assert (short["steps"], short["checkpoints"], long["steps"]) == (4, [0, 4], 6)
-    assert {k: v for k, v in short.items() if k not in ("steps", "checkpoints")} == \
-           {k: v for k, v in long.items() if k not in ("steps", "checkpoints")}
+    assert {k: v for k, v in short.items() if k not in ("steps", "checkpoints")} == {
+        k: v for k, v in long.items() if k not in ("steps", "checkpoints")
+    }
     assert runs.checkpoint_groups(config) == {(0, 3, 6): ["olmo"], (0, 4): CELLS[::2], (0, 6): CELLS[1::2]}
     fraction = config["analysis"]["early_fraction"]
     assert pairs.early_steps(config, "d24_l1_s6") == max(1, round(fraction * 6)) == pairs.early_steps(config)
@@ -81,12 +108,19 @@ def test_a_cell_run_alone_has_the_same_run_params_as_in_the_grid():
     assert pairs.scaling_steps(config, "d24_l1_s4") == pairs.scaling_steps(plain, "d24_l1_s4")
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda c: c["architectures"].update(d16_l1_s4={"family": "olmo"}),
-     "architectures: d16_l1_s4 is a scaling cell's name"),
-    (lambda c: c["architectures"].update(late={"family": "olmo", "train": {"steps": 4, "checkpoints": [0, 5]}}),
-     "architectures.late.train.checkpoints: [5] exceed its steps (4)"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            lambda c: c["architectures"].update(d16_l1_s4={"family": "olmo"}),
+            "architectures: d16_l1_s4 is a scaling cell's name",
+        ),
+        (
+            lambda c: c["architectures"].update(late={"family": "olmo", "train": {"steps": 4, "checkpoints": [0, 5]}}),
+            "architectures.late.train.checkpoints: [5] exceed its steps (4)",
+        ),
+    ],
+)
 def test_config_errors_name_the_key(change, message):
     config = _grid()
     change(config)
@@ -110,8 +144,9 @@ def test_the_micro_grid_plans_a_claims_job_per_cell_with_the_lens_and_its_refere
     assert jobs["train_0_4"] == jobs["train_0_6"] == 2 * 9 and "train" not in jobs
     assert jobs["cell_claims"] == 4 and jobs["alignment"] == 4 * 3 and AGGREGATES <= set(jobs)
     assert jobs["lens"] == 2 * 6 and jobs["lens_convergence"] == 2
-    lens_jobs = re.findall(r"^rule (lens\w*):\n(?:    .*\n)*?    wildcards: pair=(\w+), role=\w+, seed=\d+",
-                           result.stdout, re.M)
+    lens_jobs = re.findall(
+        r"^rule (lens\w*):\n(?:    .*\n)*?    wildcards: pair=(\w+), role=\w+, seed=\d+", result.stdout, re.M
+    )
     assert {pair for rule, pair in lens_jobs if rule == "lens"} == {"d16_l1_s4", "d24_l1_s4"}
     assert {pair for rule, pair in lens_jobs if rule == "lens_convergence"} == {"d16_l1_s4"}
 
@@ -147,8 +182,13 @@ def test_the_cluster_grid_plans_with_the_slurm_profile(tmp_path):
 # test, not the statistics).
 BUILT_GRID = _grid(seeds=[0], scaled=[], lens=["d16_l1_s4"]) | {"seeds": [0]}
 BUILT_GRID["analysis"] = {**BUILT_GRID["analysis"], "min_stratum_tokens": 1}  # the micro vocabulary's few tokens
-AGGREGATE_OUTPUTS = {"results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf",
-                     "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"}
+AGGREGATE_OUTPUTS = {
+    "results/tables/scaling.csv",
+    "results/tables/scaling.md",
+    "figures/scaling.pdf",
+    "results/tables/scaling_exposure.csv",
+    "results/tables/scaling_exposure.md",
+}
 
 
 def _jobs(output):
@@ -201,18 +241,38 @@ def test_each_cells_claims_equal_the_same_cell_run_alone_as_a_plain_config(built
     pd.testing.assert_frame_equal(alone, in_grid, check_exact=True)
 
 
-@pytest.mark.parametrize("change,cells,rules,aggregates", [
-    # one size's heads: both of that size's cells retrain (not their token sets or count baselines: batches do
-    # not depend on the dims), and nothing of the other size's
-    (lambda s: s["sizes"][1].update(heads=2), {"d24_l1_s4", "d24_l1_s6"},
-     {"train_0_4", "train_0_6", "quality", "alignment", "knn", "evolution", "grad_flow", "norm_freq", "cell_claims",
-      "cell_exposure"}, AGGREGATES),
-    # one cell's lens: only that cell's lens jobs and claims table
-    (lambda s: s.update(lens=["d16_l1_s4", "d16_l1_s6"]), {"d16_l1_s6"}, {"lens", "lens_convergence", "cell_claims"},
-     AGGREGATES - {"scaling_exposure"}),  # the strata need no lens
-])
-def test_changing_one_cells_value_reruns_only_its_jobs_and_the_aggregates(built_grid, change, cells, rules,
-                                                                          aggregates):
+@pytest.mark.parametrize(
+    "change,cells,rules,aggregates",
+    [
+        # one size's heads: both of that size's cells retrain (not their token sets or count baselines: batches do
+        # not depend on the dims), and nothing of the other size's
+        (
+            lambda s: s["sizes"][1].update(heads=2),
+            {"d24_l1_s4", "d24_l1_s6"},
+            {
+                "train_0_4",
+                "train_0_6",
+                "quality",
+                "alignment",
+                "knn",
+                "evolution",
+                "grad_flow",
+                "norm_freq",
+                "cell_claims",
+                "cell_exposure",
+            },
+            AGGREGATES,
+        ),
+        # one cell's lens: only that cell's lens jobs and claims table
+        (
+            lambda s: s.update(lens=["d16_l1_s4", "d16_l1_s6"]),
+            {"d16_l1_s6"},
+            {"lens", "lens_convergence", "cell_claims"},
+            AGGREGATES - {"scaling_exposure"},
+        ),  # the strata need no lens
+    ],
+)
+def test_changing_one_cells_value_reruns_only_its_jobs_and_the_aggregates(built_grid, change, cells, rules, aggregates):
     changed = copy.deepcopy(BUILT_GRID)
     change(changed["scaling"])
     result = snakemake(built_grid, "-n", "all", config=changed)

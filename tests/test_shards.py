@@ -1,4 +1,5 @@
 """The corpus and its tokens in shards: the same stream as one shard, streamed, read across shards."""
+
 import json
 import subprocess
 import sys
@@ -8,15 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import word_tokenizer
 from shardfixtures import V, build_tokens, write_local_corpus
 from snakerun import ROOT, planned_jobs, snakemake
+
 from tying.data.batches import eval_batches, train_batch
-from tying.plan.layers import load
-from tying.errors import PipelineError
 from tying.data.shards import block, read_texts, shard_documents, write_documents
 from tying.data.tokens import ShardedIds, load_ids
+from tying.errors import PipelineError
+from tying.plan.layers import load
+
 
 @pytest.fixture(scope="module")
 def corpus_files(tmp_path_factory):
@@ -24,8 +26,16 @@ def corpus_files(tmp_path_factory):
 
 
 def test_several_shards_give_the_token_stream_of_one_shard(corpus_files, tmp_path):
-    one = build_tokens({"source": "local", "paths": corpus_files, "val_fraction": 0.1, "shards": 1}, tmp_path / "one", word_tokenizer(V))
-    three = build_tokens({"source": "local", "paths": corpus_files, "val_fraction": 0.1, "shards": 3}, tmp_path / "three", word_tokenizer(V))
+    one = build_tokens(
+        {"source": "local", "paths": corpus_files, "val_fraction": 0.1, "shards": 1},
+        tmp_path / "one",
+        word_tokenizer(V),
+    )
+    three = build_tokens(
+        {"source": "local", "paths": corpus_files, "val_fraction": 0.1, "shards": 3},
+        tmp_path / "three",
+        word_tokenizer(V),
+    )
     meta = json.loads(three["meta.json"].read_text())
     assert meta["shards"] == 3 and meta == {**json.loads(one["meta.json"].read_text()), "shards": 3}
     manifest = json.loads(three["train.json"].read_text())["shards"]
@@ -59,8 +69,9 @@ def test_sharded_ids_slice_like_one_array():
         ids[::2]
 
 
-@pytest.mark.parametrize("n,expected", [(1, [[0, 1, 2, 3, 4, 5, 6]]), (3, [[0, 1, 2], [3, 4], [5, 6]]),
-                                        (7, [[i] for i in range(7)])])
+@pytest.mark.parametrize(
+    "n,expected", [(1, [[0, 1, 2, 3, 4, 5, 6]]), (3, [[0, 1, 2], [3, 4], [5, 6]]), (7, [[i] for i in range(7)])]
+)
 def test_blocks_are_contiguous_and_the_first_ones_longer(n, expected):
     assert [block(list(range(7)), n, k) for k in range(n)] == expected
 
@@ -92,7 +103,9 @@ def test_hf_shards_stream_their_block_of_files_with_their_share_of_the_budget(mo
     assert docs[1][0][0] == "org/data:1:0"
     one = list(shard_documents({**corpus, "shards": 1, "max_tokens": 10**6}, 0))
     assert one[0][0] == "org/data:0" and len(one) == 40
-    with pytest.raises(PipelineError, match=r"^dataset org/data \[train\] has 4 data files, fewer than corpus.shards \(5\)$"):
+    with pytest.raises(
+        PipelineError, match=r"^dataset org/data \[train\] has 4 data files, fewer than corpus.shards \(5\)$"
+    ):
         list(shard_documents({**corpus, "shards": 5}, 0))
 
 
@@ -102,7 +115,11 @@ def test_an_empty_shard_and_a_split_without_documents_are_one_line_errors(tmp_pa
     assert not (tmp_path / "shard0.parquet").exists()
     paths = write_local_corpus(tmp_path, n_files=1, docs_per_file=3)
     with pytest.raises(PipelineError, match=r"the corpus's 1 shard\(s\) hold no val tokens"):
-        build_tokens({"source": "local", "paths": paths, "val_fraction": 0.0001, "shards": 1}, tmp_path / "out", word_tokenizer(V))
+        build_tokens(
+            {"source": "local", "paths": paths, "val_fraction": 0.0001, "shards": 1},
+            tmp_path / "out",
+            word_tokenizer(V),
+        )
 
 
 MEMORY_PROBE = textwrap.dedent("""
@@ -128,8 +145,13 @@ MEMORY_PROBE = textwrap.dedent("""
 def test_no_stage_holds_the_corpus_in_memory(tmp_path):
     """Peak Python (strings, numpy ids) and Arrow memory of the corpus, tokens and join stages, in a
     fresh process, against the corpus's size: held whole, its text alone would exceed the cap."""
-    result = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(tmp_path)], capture_output=True, text=True,
-                            cwd=ROOT / "tests", env={"PYTHONPATH": f"{ROOT / 'tests'}:{ROOT / 'src'}"})
+    result = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests",
+        env={"PYTHONPATH": f"{ROOT / 'tests'}:{ROOT / 'src'}"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     corpus_bytes, python_peak, arrow_peak = map(int, result.stdout.split())
     tokens = json.loads((tmp_path / "out" / "meta.json").read_text())["tokens"]
@@ -150,11 +172,16 @@ def test_paper_train_dry_run_plans_one_tokenization_job_per_shard(tmp_path):
     assert f"the corpus streams up to {config['corpus']['max_tokens']:,} words" in result.stdout
 
 
-@pytest.mark.parametrize("corpus,message", [
-    ({"source": "stdlib", "shards": 2}, "corpus.shards: 2 shards of the stdlib source, which is one part (use 1)"),
-    ({"source": "local", "paths": ["a.txt", "b.txt"], "shards": 3},
-     "corpus.shards: 3 shards of 2 local files (a shard is a block of whole files)"),
-])
+@pytest.mark.parametrize(
+    "corpus,message",
+    [
+        ({"source": "stdlib", "shards": 2}, "corpus.shards: 2 shards of the stdlib source, which is one part (use 1)"),
+        (
+            {"source": "local", "paths": ["a.txt", "b.txt"], "shards": 3},
+            "corpus.shards: 3 shards of 2 local files (a shard is a block of whole files)",
+        ),
+    ],
+)
 def test_shards_the_source_cannot_give_stop_the_config_in_one_line(tmp_path, corpus, message):
     config = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
     result = snakemake(tmp_path, "-n", config={**config, "corpus": corpus})

@@ -1,17 +1,18 @@
 """The survey of released models, offline from a fake hub cache with planted structure and negative controls."""
+
 import csv
 import os
 
 import pandas as pd
 import pytest
 import torch
-
 from hubfixtures import build_survey_cache, snapshot_dir
 from snakerun import planned_jobs, snakemake
-from tying.plan.layers import load
+
 from tying.checkpoints.controls import control_model
 from tying.checkpoints.embeddings import load_embeddings
 from tying.errors import PipelineError
+from tying.plan.layers import load
 
 SURVEY = load("configs/survey.yaml")
 UNTIED = {"hub": "test-org/survey-untied"}
@@ -27,9 +28,11 @@ def fake_survey_config(**changes):
     return {
         **{k: SURVEY[k] for k in ("seeds", "corpus", "tokenizer", "model", "train", "variants", "architectures")},
         "pairs": FAKE_PAIRS,
-        "survey": {"comparisons": {"planted": "Fake", "cross_tokenizer": "Fake", "control_input": "Fake",
-                                   "gated": "Gated"},
-                   "params": {"test-org/survey-untied": 0.12}, "gated": ["test-org/gated-untied"]},
+        "survey": {
+            "comparisons": {"planted": "Fake", "cross_tokenizer": "Fake", "control_input": "Fake", "gated": "Gated"},
+            "params": {"test-org/survey-untied": 0.12},
+            "gated": ["test-org/gated-untied"],
+        },
         "analysis": {"knn_k": 10},
         **changes,
     }
@@ -44,8 +47,13 @@ def offline_env(cache):
 def survey_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("survey")
     build_survey_cache(root / "cache")
-    result = snakemake(root, "results/tables/survey.md", "figures/survey.pdf", config=fake_survey_config(),
-                       env=offline_env(root / "cache"))
+    result = snakemake(
+        root,
+        "results/tables/survey.md",
+        "figures/survey.pdf",
+        config=fake_survey_config(),
+        env=offline_env(root / "cache"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return root
 
@@ -76,6 +84,7 @@ def test_planted_structure_holds_and_the_input_control_does_not(survey_run):
 def test_the_table_names_each_model_by_the_commit_fetched_and_writes_integers_as_integers(survey_run):
     def commit(repo):  # what "main" points to in the fake cache
         return (survey_run / "cache" / f"models--{repo.replace('/', '--')}" / "refs" / "main").read_text()
+
     table = pd.read_csv(survey_run / "results/tables/survey.csv").set_index("comparison")
     tied, sibling, untied = (commit(f"test-org/survey-{name}") for name in ("tied", "sibling", "untied"))
     assert table.loc["planted", ["commit_tied", "commit_untied"]].tolist() == [tied, untied]
@@ -88,15 +97,23 @@ def test_the_table_names_each_model_by_the_commit_fetched_and_writes_integers_as
     with open(survey_run / "results/tables/survey.csv", newline="") as text:  # as written, before pandas reads it
         rows = {row["comparison"]: row for row in csv.DictReader(text)}
     assert [rows["planted"][c] for c in ("d_tied", "d_untied", "n_tokens", "n_held_out", "knn_k")] == [
-        "24", "16", "400", "80", "10"]
+        "24",
+        "16",
+        "400",
+        "80",
+        "10",
+    ]
     assert [rows["gated"][c] for c in ("d_tied", "n_tokens", "knn_k")] == ["", "", ""]
 
 
 def test_survey_fetches_embeddings_only_and_nothing_of_a_gated_comparison(survey_run):
-    fetched = sorted(str(p.parent.relative_to(survey_run / "results/hub"))
-                     for p in (survey_run / "results/hub").glob("*/*/*/*/source.json"))
-    assert fetched == sorted(f"embeddings/test-org/survey-{name}/main"
-                             for name in ("sibling", "tied", "tied-other-tokenizer", "untied"))
+    fetched = sorted(
+        str(p.parent.relative_to(survey_run / "results/hub"))
+        for p in (survey_run / "results/hub").glob("*/*/*/*/source.json")
+    )
+    assert fetched == sorted(
+        f"embeddings/test-org/survey-{name}/main" for name in ("sibling", "tied", "tied-other-tokenizer", "untied")
+    )
 
 
 def test_configs_survey_dry_run_plans_one_embeddings_fetch_per_model_and_revision(tmp_path):
@@ -108,9 +125,15 @@ def test_configs_survey_dry_run_plans_one_embeddings_fetch_per_model_and_revisio
     models = {(pairs[p][r]["hub"], pairs[p][r]["revision"]) for p in run for r in ("tied", "untied")}
     controls = {(pairs[p]["tied"]["hub"], pairs[p]["control"]) for p in run if "control" in pairs[p]}
     assert len(run) >= 10 and len(controls) >= 2
-    assert planned_jobs(result) == {"hub_embeddings": len(models), "survey_control": len(controls),
-                                    "alignment": len(run), "knn": len(run), "survey_table": 1, "survey_figure": 1,
-                                    "all": 1}
+    assert planned_jobs(result) == {
+        "hub_embeddings": len(models),
+        "survey_control": len(controls),
+        "alignment": len(run),
+        "knn": len(run),
+        "survey_table": 1,
+        "survey_figure": 1,
+        "all": 1,
+    }
     assert "results/hub/full" not in result.stdout
     assert not (tmp_path / "results").exists()
 
@@ -119,8 +142,10 @@ def test_a_control_read_by_a_paper_table_is_a_one_line_config_error(tmp_path):
     config = fake_survey_config(tables={"table1": ["control_input"]})
     result = snakemake(tmp_path, "-n", config=config, env=offline_env(tmp_path / "cache"))
     assert result.returncode != 0
-    assert ("config error: pairs.control_input: a negative control (control: input) is read by the survey only; "
-            "list it in survey.comparisons and in no figure or table") in result.stderr
+    assert (
+        "config error: pairs.control_input: a negative control (control: input) is read by the survey only; "
+        "list it in survey.comparisons and in no figure or table"
+    ) in result.stderr
 
 
 def test_a_control_model_is_the_chosen_matrix_of_an_untied_model_written_as_tied(tmp_path):

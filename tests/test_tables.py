@@ -1,4 +1,5 @@
 """Seed statistics and the paper tables built from small constructed metric frames."""
+
 import math
 
 import numpy as np
@@ -8,10 +9,10 @@ import torch
 
 from tying import frames
 from tying.checkpoints.embeddings import Embeddings
-from tying.metrics.alignment import alignment_frame
-from tying.report import tables
 from tying.errors import PipelineError
+from tying.metrics.alignment import alignment_frame
 from tying.metrics.model_quality import loss_frame
+from tying.report import tables
 from tying.stats import format_cell, mean_ci, summarise, token_bootstrap_ci
 
 
@@ -61,8 +62,12 @@ def test_summarise_rejects_two_values_for_one_seed():
         summarise(frame, ["g"], "v")
 
 
-FIT_OFFSET = {("in_sample", "true"): 0.0, ("in_sample", "permuted"): -0.2, ("held_out", "true"): -0.1,
-              ("held_out", "permuted"): -0.3}
+FIT_OFFSET = {
+    ("in_sample", "true"): 0.0,
+    ("in_sample", "permuted"): -0.2,
+    ("held_out", "true"): -0.1,
+    ("held_out", "permuted"): -0.3,
+}
 
 
 def _alignment():
@@ -75,10 +80,25 @@ def _alignment():
                     for (scored, target), shift in FIT_OFFSET.items():
                         base = 0.1 * c + 0.01 * m + 0.1 * seed + (0 if step == 20 else 5) + shift
                         for token, offset in enumerate((-0.05, 0.05)):
-                            rows.append(("main", seed, step, comparison, map_, scored, target, token, base + offset,
-                                         100, False))
-    return pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "map", "scored", "target", "token_id",
-                                       "cosine", "n_tokens", "cross_tokenizer"])
+                            rows.append(
+                                ("main", seed, step, comparison, map_, scored, target, token, base + offset, 100, False)
+                            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "pair",
+            "seed",
+            "step",
+            "comparison",
+            "map",
+            "scored",
+            "target",
+            "token_id",
+            "cosine",
+            "n_tokens",
+            "cross_tokenizer",
+        ],
+    )
 
 
 HALF_TWO_SEEDS = 12.706204736174698 * 0.05  # t(0.975, 1) * s / sqrt(2), s = 0.1 / sqrt(2)
@@ -118,7 +138,9 @@ def test_released_pairs_get_a_token_bootstrap_labelled_as_one_pair_of_models():
     row = table.loc[("olmo", "Input(U) -> Tied", "linear")]
     assert row["interval"] == "bootstrap 95% over 2 tokens, one pair of models"
     # Two tokens at 0.22 -/+ 0.05: resampled means are 0.17, 0.22 or 0.27.
-    assert (row["in_sample_ci_low"], row["in_sample_mean"], row["in_sample_ci_high"]) == pytest.approx((0.17, 0.22, 0.27))
+    assert (row["in_sample_ci_low"], row["in_sample_mean"], row["in_sample_ci_high"]) == pytest.approx(
+        (0.17, 0.22, 0.27)
+    )
     assert table.loc[("main", "Input(U) -> Tied", "linear"), "interval"] == "Student-t 95%, 2 seeds"
     assert list(table.index.get_level_values(0).unique()) == ["main", "olmo"]
 
@@ -138,8 +160,7 @@ def test_table1_of_members_of_different_widths_says_which_maps_are_undefined_and
     frame = alignment_frame(untied, Embeddings(wide, wide, True, tokens)).assign(pair="mine", seed=0, step=0)
     table = tables.table1(frame, released=["mine"]).set_index(["comparison", "map"])
     assert len(table) == 12 and (table["tokens"] == "40").all()
-    across = [(c, m) for c in ("Output(U) -> Tied", "Input(U) -> Tied") for m in tables.MAPS.values()
-              if m != "linear"]
+    across = [(c, m) for c in ("Output(U) -> Tied", "Input(U) -> Tied") for m in tables.MAPS.values() if m != "linear"]
     for key in across:
         assert (table.loc[key, list(tables.FITS.values())] == "undefined (widths differ)").all()
         assert table.loc[key, "interval"] == "none: identity and orthogonal maps need equal widths"
@@ -159,9 +180,12 @@ def test_markdown_shows_header_rows_and_hides_numbers(tmp_path):
     )
     assert lines[1] == "|" + "---|" * 11
     assert lines[-1].startswith("| main | Input(U) -> Tied | linear | 0.270 [")
-    assert lines[-1].endswith("| 0.525 | 0.070 [" + f"{0.07 - HALF_TWO_SEEDS:.3f}, {0.07 + HALF_TWO_SEEDS:.3f}] | "
-                              + f"0.170 [{0.17 - HALF_TWO_SEEDS:.3f}, {0.17 + HALF_TWO_SEEDS:.3f}] | "
-                              + f"-0.030 [{-0.03 - HALF_TWO_SEEDS:.3f}, {-0.03 + HALF_TWO_SEEDS:.3f}] | 100 | Student-t 95%, 2 seeds | 2 |")
+    assert lines[-1].endswith(
+        "| 0.525 | 0.070 ["
+        + f"{0.07 - HALF_TWO_SEEDS:.3f}, {0.07 + HALF_TWO_SEEDS:.3f}] | "
+        + f"0.170 [{0.17 - HALF_TWO_SEEDS:.3f}, {0.17 + HALF_TWO_SEEDS:.3f}] | "
+        + f"-0.030 [{-0.03 - HALF_TWO_SEEDS:.3f}, {-0.03 + HALF_TWO_SEEDS:.3f}] | 100 | Student-t 95%, 2 seeds | 2 |"
+    )
     assert len(lines) == 2 + 12
     csv = pd.read_csv(tmp_path / "t1.csv")
     assert csv["in_sample_ci_high"].iloc[-1] == pytest.approx(0.27 + HALF_TWO_SEEDS)
@@ -181,8 +205,21 @@ def test_table5_knn_per_pair_and_k_with_null_and_chance():
         for k in (5, 10)
         for token, offset in enumerate((-0.01, 0.01))
     ]
-    knn = pd.DataFrame(rows, columns=["pair", "seed", "step", "comparison", "k", "token_id", "overlap",
-                                      "null_overlap", "chance", "n_tokens"])
+    knn = pd.DataFrame(
+        rows,
+        columns=[
+            "pair",
+            "seed",
+            "step",
+            "comparison",
+            "k",
+            "token_id",
+            "overlap",
+            "null_overlap",
+            "chance",
+            "n_tokens",
+        ],
+    )
     table = tables.table5(knn).set_index(["pair", "k", "comparison"])
     assert table.loc[("family", 10, "Tied vs Output(U)"), "overlap_mean"] == pytest.approx(0.22)
     assert table.loc[("family", 10, "Tied vs Output(U)"), "overlap (paper)"] == "0.408"
@@ -193,7 +230,12 @@ def test_table5_knn_per_pair_and_k_with_null_and_chance():
 
 
 def _scaling():
-    cos = {("tied", "input_u"): 0.20, ("tied", "output_u"): 0.40, ("tied_x5", "input_u"): 0.22, ("tied_x5", "output_u"): 0.37}
+    cos = {
+        ("tied", "input_u"): 0.20,
+        ("tied", "output_u"): 0.40,
+        ("tied_x5", "input_u"): 0.22,
+        ("tied_x5", "output_u"): 0.37,
+    }
     rows = [
         ("main", seed, step, variant, reference, scored, target, value + step / 1000 + shift, 50)
         for seed in (0,)
@@ -201,8 +243,9 @@ def _scaling():
         for (variant, reference), value in cos.items()
         for (scored, target), shift in FIT_OFFSET.items()
     ]
-    return pd.DataFrame(rows, columns=["pair", "seed", "step", "variant", "reference", "scored", "target", "cosine",
-                                       "n_tokens"])
+    return pd.DataFrame(
+        rows, columns=["pair", "seed", "step", "variant", "reference", "scored", "target", "cosine", "n_tokens"]
+    )
 
 
 def test_table2_final_step_and_table6_early_step():
@@ -224,10 +267,16 @@ def test_table7_loss_and_perplexity_at_last_step_beside_the_count_tables(tmp_pat
     for variant in ("tied", "tied_x5"):
         for seed in (0, 1):
             log, baseline = tmp_path / f"{variant}{seed}.parquet", tmp_path / f"baseline{seed}.parquet"
-            pd.DataFrame({"step": [0, 150, 300], "val_loss": [9.0, np.nan, 3.0 + 0.2 * seed + (variant == "tied_x5")],
-                          "loss": 1.0}).to_parquet(log)
-            pd.DataFrame({"step": [300], "unigram_loss": [6.0], "bigram_loss": [4.0 + 0.1 * seed],
-                          "bigram_weight": [0.8]}).to_parquet(baseline)  # the count tables at the compared step only
+            pd.DataFrame(
+                {
+                    "step": [0, 150, 300],
+                    "val_loss": [9.0, np.nan, 3.0 + 0.2 * seed + (variant == "tied_x5")],
+                    "loss": 1.0,
+                }
+            ).to_parquet(log)
+            pd.DataFrame(
+                {"step": [300], "unigram_loss": [6.0], "bigram_loss": [4.0 + 0.1 * seed], "bigram_weight": [0.8]}
+            ).to_parquet(baseline)  # the count tables at the compared step only
             runs.append(("olmo", variant, seed))
             logs.append(log)
             baselines.append(baseline)
@@ -241,8 +290,14 @@ def test_table7_loss_and_perplexity_at_last_step_beside_the_count_tables(tmp_pat
     assert table.loc["tied", "unigram_loss_mean"] == pytest.approx(6.0)
     assert table.loc["tied", "perplexity_mean"] == pytest.approx((np.exp(3.0) + np.exp(3.2)) / 2)
     assert table.loc["tied_x5", "perplexity (paper)"] == "36.64 (WikiText-2)"
-    assert list(table.columns[1:7]) == ["val loss", "bigram table", "val loss - bigram", "unigram table",
-                                        "perplexity", "perplexity (paper)"]
+    assert list(table.columns[1:7]) == [
+        "val loss",
+        "bigram table",
+        "val loss - bigram",
+        "unigram table",
+        "perplexity",
+        "perplexity (paper)",
+    ]
 
 
 def test_only_and_pick_name_what_is_missing():
@@ -258,5 +313,7 @@ def test_only_and_pick_name_what_is_missing():
 
 def test_a_table_rule_without_a_builder_is_one_line():
     assert tables.build("table1", _alignment()).equals(tables.table1(_alignment()))
-    with pytest.raises(PipelineError, match=r"^no table is registered for rule 'table9' \(tying.report.tables.TABLES: table1, "):
+    with pytest.raises(
+        PipelineError, match=r"^no table is registered for rule 'table9' \(tying.report.tables.TABLES: table1, "
+    ):
         tables.build("table9", _alignment())

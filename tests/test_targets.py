@@ -1,11 +1,12 @@
 """A target the config does not build ends, before any job, with one line naming the config key it needs, the
 configs that build it and the command (tying.plan.targets); a path no config could build keeps snakemake's
 own "No rule to produce". Dry runs only, in this process (snakerun.cli)."""
+
 import re
 
 import pytest
-
 from snakerun import ROOT, cli
+
 from tying.plan.layers import load
 from tying.plan.targets import lacks, shipped_configs, targets, unbuilt_pattern
 
@@ -16,8 +17,18 @@ NOT_IN_SMOKE = [t for t in targets(load()) if t not in targets(load(SMOKE))]
 def dry_run(tmp_path, target, *configfiles):
     """`snakemake -n TARGET --configfile FILE ...` (smoke's by default) in `tmp_path`: (exit status, every
     line it printed, the lines of ours)."""
-    result = cli(["-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n", target,
-                  "--configfile", *map(str, configfiles or [SMOKE])])
+    result = cli(
+        [
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(tmp_path),
+            "-n",
+            target,
+            "--configfile",
+            *map(str, configfiles or [SMOKE]),
+        ]
+    )
     lines = (result.stdout + result.stderr).splitlines()
     return result.returncode, lines, [ln for ln in lines if ln.startswith("target error: ")]
 
@@ -48,13 +59,16 @@ def test_a_figure_or_table_the_config_leaves_out_is_one_line_naming_its_key(tmp_
     assert "config.yaml" in line and line.endswith(f": .venv/bin/snakemake --cores 2 {target}"), line
 
 
-@pytest.mark.parametrize("target,key,builder", [
-    ("figures/scaling.pdf", "scaling: {sizes: ..., seeds: ...}", "configs/scaling.yaml"),
-    ("results/tables/scaling_exposure.md", "scaling: {sizes: ..., seeds: ...}", "configs/scaling.yaml"),
-    ("results/tables/c3_by_depth.csv", "scaling: {c3_by_depth: true}", "configs/depth.yaml"),
-    ("figures/c3_by_width.pdf", "scaling: {c3_by_width: true}", "configs/width.yaml"),
-    ("figures/survey.pdf", "survey: {comparisons: ...}", "configs/survey.yaml"),
-])
+@pytest.mark.parametrize(
+    "target,key,builder",
+    [
+        ("figures/scaling.pdf", "scaling: {sizes: ..., seeds: ...}", "configs/scaling.yaml"),
+        ("results/tables/scaling_exposure.md", "scaling: {sizes: ..., seeds: ...}", "configs/scaling.yaml"),
+        ("results/tables/c3_by_depth.csv", "scaling: {c3_by_depth: true}", "configs/depth.yaml"),
+        ("figures/c3_by_width.pdf", "scaling: {c3_by_width: true}", "configs/width.yaml"),
+        ("figures/survey.pdf", "survey: {comparisons: ...}", "configs/survey.yaml"),
+    ],
+)
 def test_a_scaling_or_survey_target_without_its_section_is_one_line(tmp_path, target, key, builder):
     line = refused(tmp_path, target)
     assert f"it needs {key}; " in line and builder in line, line
@@ -106,8 +120,9 @@ def paths(configs):
     steps = {s for c in configs for s in c["train"]["checkpoints"]} | {7}
     out = [f"results/metrics/knn/{p}/seed{s}.parquet" for p in pairs for s in range(6)]
     out += [f"results/lens/{p}/untied/seed{s}.safetensors" for p in pairs for s in (0, 3)]
-    out += [f"results/checkpoints/{a}/{v}/seed{s}/step{t}" for a in archs for v in variants for s in (0, 4)
-            for t in steps]
+    out += [
+        f"results/checkpoints/{a}/{v}/seed{s}/step{t}" for a in archs for v in variants for s in (0, 4) for t in steps
+    ]
     return out + [f"results/train/{a}/{v}/seed{s}/log.parquet" for a in archs for v in variants for s in range(6)]
 
 

@@ -1,15 +1,16 @@
 """The analysed-token set: the tokens a pair's runs drew in training, read by every trained-run metric."""
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from tying.checkpoints.embeddings import Embeddings
 from tying.claims import statistics
 from tying.data.batches import train_batch
-from tying.checkpoints.embeddings import Embeddings
+from tying.data.token_sets import analysed_tokens, drawn_by_step, drawn_frame, seen_by, token_set_frame, write_token_set
 from tying.errors import PipelineError
 from tying.metrics.evolution import evolution_frames
-from tying.data.token_sets import analysed_tokens, drawn_by_step, drawn_frame, seen_by, token_set_frame, write_token_set
 
 V = 40
 

@@ -8,15 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import markov_tokens, word_tokenizer
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from conftest import markov_tokens, word_tokenizer
 from tying.data.batches import train_batch
-from tying.train.cross_entropy import NextTokenLoss
 from tying.errors import PipelineError
-from tying.runtime import keep_freed_memory
 from tying.plan.run_spec import RunSpec, lr_lambda
+from tying.runtime import keep_freed_memory
+from tying.train.cross_entropy import NextTokenLoss
 from tying.train.loop import build, train, write_rows
 
 V = 64
@@ -34,16 +34,44 @@ def tokenizer():
 
 
 def spec(**kw):
-    base = dict(family="olmo", vocab_size=V, eos_id=0, hidden_size=16, layers=2, heads=2, intermediate_size=32,
-                seq_len=16, tied=True, input_grad_scale=1.0, seed=0, steps=12, batch_size=4, lr=1e-2, warmup=2,
-                min_lr_ratio=0.1, weight_decay=0.1, grad_clip=1.0, checkpoints=(0, 4, 8, 12), eval_batches=2)
+    base = dict(
+        family="olmo",
+        vocab_size=V,
+        eos_id=0,
+        hidden_size=16,
+        layers=2,
+        heads=2,
+        intermediate_size=32,
+        seq_len=16,
+        tied=True,
+        input_grad_scale=1.0,
+        seed=0,
+        steps=12,
+        batch_size=4,
+        lr=1e-2,
+        warmup=2,
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        grad_clip=1.0,
+        checkpoints=(0, 4, 8, 12),
+        eval_batches=2,
+    )
     return RunSpec(**{**base, **kw})
 
 
 def run(s, data, tokenizer, root, until=None):
     ckpts = {step: root / f"step{step}" for step in s.checkpoints}
-    train(s, *data, tokenizer, root / "work", checkpoint_dirs=ckpts, log_path=root / "log.parquet",
-          provenance_path=root / "provenance.parquet", log_every=100, until=until)
+    train(
+        s,
+        *data,
+        tokenizer,
+        root / "work",
+        checkpoint_dirs=ckpts,
+        log_path=root / "log.parquet",
+        provenance_path=root / "provenance.parquet",
+        log_every=100,
+        until=until,
+    )
     return ckpts
 
 
@@ -59,10 +87,12 @@ def test_resume_after_a_kill_is_bit_identical(data, tokenizer, tmp_path, until):
         a, b = load_file(straight[step] / "model.safetensors"), load_file(resumed[step] / "model.safetensors")
         assert a.keys() == b.keys()
         assert all(torch.equal(a[k], b[k]) for k in a)
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "straight" / "log.parquet"),
-                                  pd.read_parquet(killed / "log.parquet"))
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "straight" / "provenance.parquet"),
-                                  pd.read_parquet(killed / "provenance.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "straight" / "log.parquet"), pd.read_parquet(killed / "log.parquet")
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "straight" / "provenance.parquet"), pd.read_parquet(killed / "provenance.parquet")
+    )
     assert not (killed / "work").exists()
 
 
@@ -166,21 +196,27 @@ def test_kept_heap_changes_no_number(data, tokenizer, tmp_path):
     after = run(s, data, tokenizer, tmp_path / "after")
     a, b = load_file(before[4] / "model.safetensors"), load_file(after[4] / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "before" / "provenance.parquet"),
-                                  pd.read_parquet(tmp_path / "after" / "provenance.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "before" / "provenance.parquet"),
+        pd.read_parquet(tmp_path / "after" / "provenance.parquet"),
+    )
 
 
 def test_logs_written_without_pandas_read_back_as_the_frame_of_their_rows(tmp_path):
-    rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), "val_loss": 5.5},
-            {"step": 1, "lr": 1e-3, "loss": 5.25, "val_loss": float("nan")}]
+    rows = [
+        {"step": 0, "lr": 0.0, "loss": float("nan"), "val_loss": 5.5},
+        {"step": 1, "lr": 1e-3, "loss": 5.25, "val_loss": float("nan")},
+    ]
     write_rows(rows, tmp_path / "log.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "log.parquet"), pd.DataFrame(rows))
 
 
 def test_a_training_job_imports_no_pandas():
     """The train rule's script imports (pandas alone is half a second of a job's start-up)."""
-    code = ("import sys, tying.train.distributed, tying.train.models, tying.rule_script, tying.runtime, tying.train.loop; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
+    code = (
+        "import sys, tying.train.distributed, tying.train.models, tying.rule_script, tying.runtime, tying.train.loop; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
 
@@ -190,8 +226,10 @@ def test_the_fused_optimizer_steps_as_the_foreach_one(data):
     s = spec()
     model, tap, opt, sched = build(s, "cpu")
     twin = build(s, "cpu")[0]
-    groups = [{"params": [p for p in twin.parameters() if p.ndim >= 2], "weight_decay": s.weight_decay},
-              {"params": [p for p in twin.parameters() if p.ndim < 2], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in twin.parameters() if p.ndim >= 2], "weight_decay": s.weight_decay},
+        {"params": [p for p in twin.parameters() if p.ndim < 2], "weight_decay": 0.0},
+    ]
     reference = torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), foreach=True)
     torch.optim.lr_scheduler.LambdaLR(reference, lr_lambda(s))  # at step 0's rate, as build's schedule set opt's
     assert opt.defaults["fused"]

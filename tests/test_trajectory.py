@@ -1,5 +1,6 @@
 """Claims over training: branch matching, the final point against the claims table, and a released
 trajectory built offline from a fake hub cache whose tied matrix turns from input-like to output-like."""
+
 import os
 import re
 import tempfile
@@ -9,19 +10,19 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-
 from hubfixtures import _survey_olmo, add_snapshot, word_tokenizer
 from snakerun import planned_jobs, snakemake
 from test_paper_mode import PAPER
-from tying.hub import revisions
-from tying.metrics.alignment import alignment_frame, scaling_frame
+
+from tying.checkpoints.embeddings import Embeddings
+from tying.claims.claims_over_training import claims_by_point, point_rows
 from tying.claims.statistics import claim_statistics
 from tying.claims.verdicts import claims_table
-from tying.checkpoints.embeddings import Embeddings
+from tying.hub import revisions
+from tying.metrics.alignment import alignment_frame, scaling_frame
 from tying.metrics.evolution import evolution_frames
 from tying.metrics.knn_overlap import knn_frame
 from tying.tidy import with_ids
-from tying.claims.claims_over_training import claims_by_point, point_rows
 
 ANALYSIS = {"held_out": 0.2, "split_seed": 0}
 OPTIONS = {"held_out": 0.2, "seed": 0}  # the same, as alignment_frame and scaling_frame take them
@@ -29,17 +30,38 @@ OPTIONS = {"held_out": 0.2, "seed": 0}  # the same, as alignment_frame and scali
 
 def test_each_grid_point_gets_the_closest_branch_of_each_repository():
     tied = ["main", "step1000-tokens4B", "step2000-tokens8B", "step3000-tokens13B", "step4000-tokens17B"]
-    untied = ["step0-tokens0B", "step2000-tokens4B", "step4000-tokens8B", "step6000-tokens13B", "step8000-tokens17B",
-              "step9000"]
+    untied = [
+        "step0-tokens0B",
+        "step2000-tokens4B",
+        "step4000-tokens8B",
+        "step6000-tokens13B",
+        "step8000-tokens17B",
+        "step9000",
+    ]
     assert revisions.token_grid(4, 17, 4) == [4, 6, 10, 17]
     assert revisions.match_branches(tied, untied, [4, 6, 10, 17]) == [
-        {"tokens_b": 4, "tied": "step1000-tokens4B", "tied_tokens_b": 4, "untied": "step2000-tokens4B",
-         "untied_tokens_b": 4},
+        {
+            "tokens_b": 4,
+            "tied": "step1000-tokens4B",
+            "tied_tokens_b": 4,
+            "untied": "step2000-tokens4B",
+            "untied_tokens_b": 4,
+        },
         # 6: 4B and 8B are equally close, the lower step wins in both: the same pair as at 4, left out
-        {"tokens_b": 10, "tied": "step2000-tokens8B", "tied_tokens_b": 8, "untied": "step4000-tokens8B",
-         "untied_tokens_b": 8},
-        {"tokens_b": 17, "tied": "step4000-tokens17B", "tied_tokens_b": 17, "untied": "step8000-tokens17B",
-         "untied_tokens_b": 17},
+        {
+            "tokens_b": 10,
+            "tied": "step2000-tokens8B",
+            "tied_tokens_b": 8,
+            "untied": "step4000-tokens8B",
+            "untied_tokens_b": 8,
+        },
+        {
+            "tokens_b": 17,
+            "tied": "step4000-tokens17B",
+            "tied_tokens_b": 17,
+            "untied": "step8000-tokens17B",
+            "untied_tokens_b": 17,
+        },
     ]
     assert revisions.token_grid() == [4, 8, 17, 36, 76, 158, 330, 689, 1438, 3000]
     with pytest.raises(revisions.PipelineError, match=r"^the tied repository has no step\{N\}-tokens\{M\}B branch"):
@@ -57,9 +79,24 @@ def _embeddings(g, vocab, width, tied_like=None, a=0.0):
 
 def _quality(seed, steps, margins):
     """Quality rows of one seed's three models, `margins[step]` nats from a 4-nat bigram table at each step."""
-    frame = pd.DataFrame([{"pair": "main", "seed": seed, "role": v, "arch": "olmo", "variant": v, "step": step,
-                           "val_loss": 4.0 + margins[step] + 0.01 * seed, "unigram_loss": 6.0, "bigram_loss": 4.0,
-                           "bigram_weight": 0.8} for v in ("tied", "untied", "tied_x5") for step in steps])
+    frame = pd.DataFrame(
+        [
+            {
+                "pair": "main",
+                "seed": seed,
+                "role": v,
+                "arch": "olmo",
+                "variant": v,
+                "step": step,
+                "val_loss": 4.0 + margins[step] + 0.01 * seed,
+                "unigram_loss": 6.0,
+                "bigram_loss": 4.0,
+                "bigram_weight": 0.8,
+            }
+            for v in ("tied", "untied", "tied_x5")
+            for step in steps
+        ]
+    )
     return frame.assign(margin=frame["val_loss"] - frame["bigram_loss"])
 
 
@@ -72,23 +109,40 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
         untied_runs, models = [], {}
         for step in steps:
             untied = _embeddings(g, 300, 16)
-            scaled = {v: _embeddings(g, 300, 16, (untied.input, untied.output), a * step / 20) for v, a in variants.items()}
+            scaled = {
+                v: _embeddings(g, 300, 16, (untied.input, untied.output), a * step / 20) for v, a in variants.items()
+            }
             models[step] = untied, scaled
             untied_runs.append((step, untied))
         evolution, per_token = (with_ids(f, {"run": "main", "seed": seed}) for f in evolution_frames(untied_runs, keep))
         quality = _quality(seed, steps, margins)
         for step, (untied, scaled) in models.items():
-            rows.append(point_rows(untied, scaled["tied"], scaled, keep, per_token, quality, analysis=ANALYSIS, k=5,
-                                   approximate=False, scaled_variant="tied_x5",
-                                   ids={"pair": "main", "seed": seed, "step": step}).assign(
-                pair="main", seed=seed, point=steps.index(step), step=step, tokens=step * 64))
+            rows.append(
+                point_rows(
+                    untied,
+                    scaled["tied"],
+                    scaled,
+                    keep,
+                    per_token,
+                    quality,
+                    analysis=ANALYSIS,
+                    k=5,
+                    approximate=False,
+                    scaled_variant="tied_x5",
+                    ids={"pair": "main", "seed": seed, "step": step},
+                ).assign(pair="main", seed=seed, point=steps.index(step), step=step, tokens=step * 64)
+            )
         untied, scaled = models[steps[-1]]
         ids = {"pair": "main", "seed": seed, "step": steps[-1]}
         final = {  # what the alignment, knn, scaling and evolution jobs write at the final step
             "alignment": with_ids(alignment_frame(untied, scaled["tied"], keep=keep, **OPTIONS), ids),
             "knn": with_ids(knn_frame(untied, scaled["tied"], ks=(5,), keep=keep, null_seed=1), ids),
-            "scaling": pd.concat([with_ids(scaling_frame(emb, untied, keep=keep, **OPTIONS), {**ids, "variant": v})
-                                  for v, emb in scaled.items()]),
+            "scaling": pd.concat(
+                [
+                    with_ids(scaling_frame(emb, untied, keep=keep, **OPTIONS), {**ids, "variant": v})
+                    for v, emb in scaled.items()
+                ]
+            ),
             "evolution": evolution,
             "quality": quality,
         }
@@ -115,10 +169,19 @@ def test_the_last_point_of_a_trained_pair_is_the_claims_table():
 
 # --- A released trajectory from a fake hub cache --------------------------------------------------------------
 TIED_REPO, UNTIED_REPO = "test-org/traj-tied", "test-org/traj-untied"
-TIED_BRANCHES = {"step1000-tokens4B": 0.0, "step2000-tokens8B": 0.5, "step3000-tokens13B": 0.75,
-                 "step4000-tokens17B": 1.0}  # branch -> how output-like the tied matrix is
-UNTIED_BRANCHES = ["step0-tokens0B", "step2000-tokens4B", "step4000-tokens8B", "step6000-tokens13B",
-                   "step8000-tokens17B"]
+TIED_BRANCHES = {
+    "step1000-tokens4B": 0.0,
+    "step2000-tokens8B": 0.5,
+    "step3000-tokens13B": 0.75,
+    "step4000-tokens17B": 1.0,
+}  # branch -> how output-like the tied matrix is
+UNTIED_BRANCHES = [
+    "step0-tokens0B",
+    "step2000-tokens4B",
+    "step4000-tokens8B",
+    "step6000-tokens13B",
+    "step8000-tokens17B",
+]
 
 
 def _trajectory_cache(cache):
@@ -146,15 +209,33 @@ def _listed_branches(cache):
 def released_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("trajectory")
     _trajectory_cache(root / "cache")
-    config = {**{k: PAPER[k] for k in ("seeds", "tokenizer", "model", "train", "variants", "architectures")},
-              "corpus": {"source": "stdlib"}, "analysis": {"knn_k": 5},
-              "pairs": {"traj": {"tied": {"hub": TIED_REPO}, "untied": {"hub": UNTIED_REPO}, "trajectory": []}},
-              "tables": {"claims_over_training": ["traj"]}}
+    config = {
+        **{k: PAPER[k] for k in ("seeds", "tokenizer", "model", "train", "variants", "architectures")},
+        "corpus": {"source": "stdlib"},
+        "analysis": {"knn_k": 5},
+        "pairs": {"traj": {"tied": {"hub": TIED_REPO}, "untied": {"hub": UNTIED_REPO}, "trajectory": []}},
+        "tables": {"claims_over_training": ["traj"]},
+    }
     (root / "config.yaml").write_text("# the released trajectory\n" + yaml.safe_dump(config, sort_keys=False))
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(revisions, "branch_names", _listed_branches(root / "cache"))
-        revisions.main(["match", TIED_REPO, UNTIED_REPO, "--first", "4", "--last", "17", "--points", "4",
-                        "--config", str(root / "config.yaml"), "--pair", "traj"])
+        revisions.main(
+            [
+                "match",
+                TIED_REPO,
+                UNTIED_REPO,
+                "--first",
+                "4",
+                "--last",
+                "17",
+                "--points",
+                "4",
+                "--config",
+                str(root / "config.yaml"),
+                "--pair",
+                "traj",
+            ]
+        )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "cache"), "HF_HOME": str(root / "hf-home")}
     dry = snakemake(root, "-n", "all", env=env)
     result = snakemake(root, "all", env=env)
@@ -167,20 +248,23 @@ def test_match_writes_the_expected_pairs_into_the_config(released_run):
     text = (root / "config.yaml").read_text()
     assert text.startswith("# the released trajectory\n")
     assert [(p["tied"], p["untied"]) for p in yaml.safe_load(text)["pairs"]["traj"]["trajectory"]] == [
-        ("step1000-tokens4B", "step2000-tokens4B"), ("step2000-tokens8B", "step4000-tokens8B"),
-        ("step4000-tokens17B", "step8000-tokens17B")]
+        ("step1000-tokens4B", "step2000-tokens4B"),
+        ("step2000-tokens8B", "step4000-tokens8B"),
+        ("step4000-tokens17B", "step8000-tokens17B"),
+    ]
 
 
 def test_a_dry_run_plans_one_embeddings_fetch_per_repository_and_branch(released_run):
     _, dry = released_run
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert planned_jobs(dry) == {"hub_embeddings": 6, "trajectory": 1, "claims_over_training": 1, "all": 1}
-    fetched = re.findall(r"^rule hub_embeddings:\n(?:    .*\n)*?    wildcards: repo=(\S+), revision=(\S+)$", dry.stdout,
-                         re.M)
-    assert sorted(fetched) == sorted([(TIED_REPO, b) for b in ("step1000-tokens4B", "step2000-tokens8B",
-                                                               "step4000-tokens17B")]
-                                     + [(UNTIED_REPO, b) for b in ("step2000-tokens4B", "step4000-tokens8B",
-                                                                   "step8000-tokens17B")])
+    fetched = re.findall(
+        r"^rule hub_embeddings:\n(?:    .*\n)*?    wildcards: repo=(\S+), revision=(\S+)$", dry.stdout, re.M
+    )
+    assert sorted(fetched) == sorted(
+        [(TIED_REPO, b) for b in ("step1000-tokens4B", "step2000-tokens8B", "step4000-tokens17B")]
+        + [(UNTIED_REPO, b) for b in ("step2000-tokens4B", "step4000-tokens8B", "step8000-tokens17B")]
+    )
 
 
 def test_the_released_curve_rises_through_the_planted_change(released_run):

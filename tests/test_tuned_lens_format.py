@@ -1,5 +1,6 @@
 """Lenses in tuned-lens 0.2's folder format: written, read back to the same held-out KL, refused when they do
 not fit their model, and named per role in a pair's config."""
+
 import copy
 import json
 import shutil
@@ -10,9 +11,9 @@ import pytest
 import torch
 import transformers as tf
 import yaml
-
 from snakerun import ROOT, snakemake
 from test_lens import markov_tokens
+
 from tying.errors import PipelineError
 from tying.lens.fitting import train_lens
 from tying.lens.scoring import evaluate_lens
@@ -23,14 +24,28 @@ SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 MICRO = yaml.safe_load((ROOT / "tests" / "micro.yaml").read_text())
 V, D, SEQ = 64, 32, 16
 # tuned_lens.nn.lenses.TunedLensConfig's fields, in tuned-lens 0.2.0
-TUNED_LENS_CONFIG = {"base_model_name_or_path", "d_model", "num_hidden_layers", "bias", "base_model_revision",
-                     "unembed_hash", "lens_type"}
+TUNED_LENS_CONFIG = {
+    "base_model_name_or_path",
+    "d_model",
+    "num_hidden_layers",
+    "bias",
+    "base_model_revision",
+    "unembed_hash",
+    "lens_type",
+}
 
 
 def olmo(seed=0, layers=2, hidden=D):
     torch.manual_seed(seed)
-    config = tf.OlmoConfig(vocab_size=V, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
-                           intermediate_size=64, max_position_embeddings=SEQ, initializer_range=0.3)
+    config = tf.OlmoConfig(
+        vocab_size=V,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=SEQ,
+        initializer_range=0.3,
+    )
     return tf.AutoModelForCausalLM.from_config(config).eval().requires_grad_(False)
 
 
@@ -90,18 +105,32 @@ def test_a_folder_with_the_older_layer_translators_prefix_is_read(tmp_path, trai
     assert torch.equal(load_tuned_lens(tmp_path / "lens", model).weight, lens.weight)
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda c, p: c.update(d_model=16), r"a lens for d_model 16 and 2 layers; the model has d_model 32 and 2 layers$"),
-    (lambda c, p: c.update(num_hidden_layers=3), r"a lens for d_model 32 and 3 layers; the model has d_model 32 and 2 "
-                                                 r"layers$"),
-    (lambda c, p: c.update(unembed_hash="0" * 64), r"its unembed_hash is not the model's: a lens for another "
-                                                   r"model's unembedding$"),
-    (lambda c, p: c.update(lens_type="something_else"), r"lens_type 'something_else'; only 'linear_tuned_lens' lenses "
-                                                        r"are read$"),
-    (lambda c, p: p.update({"1.weight": torch.zeros(D, D + 1)}), r"params.pt: not 2 translators of shape \(32, 32\) "
-                                                                  r"with \(32,\) biases$"),
-    (lambda c, p: p.pop("1.bias"), r"params.pt: not 2 translators of shape \(32, 32\) with \(32,\) biases$"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda c, p: c.update(d_model=16),
+            r"a lens for d_model 16 and 2 layers; the model has d_model 32 and 2 layers$",
+        ),
+        (
+            lambda c, p: c.update(num_hidden_layers=3),
+            r"a lens for d_model 32 and 3 layers; the model has d_model 32 and 2 " r"layers$",
+        ),
+        (
+            lambda c, p: c.update(unembed_hash="0" * 64),
+            r"its unembed_hash is not the model's: a lens for another " r"model's unembedding$",
+        ),
+        (
+            lambda c, p: c.update(lens_type="something_else"),
+            r"lens_type 'something_else'; only 'linear_tuned_lens' lenses " r"are read$",
+        ),
+        (
+            lambda c, p: p.update({"1.weight": torch.zeros(D, D + 1)}),
+            r"params.pt: not 2 translators of shape \(32, 32\) " r"with \(32,\) biases$",
+        ),
+        (lambda c, p: p.pop("1.bias"), r"params.pt: not 2 translators of shape \(32, 32\) with \(32,\) biases$"),
+    ],
+)
 def test_a_lens_that_does_not_fit_its_model_is_refused_in_one_line(tmp_path, trained, change, message):
     model, lens = trained
     folder = tmp_path / "lens"
@@ -136,8 +165,9 @@ def test_a_given_lens_is_scored_as_a_trained_one_without_a_check(tmp_path, train
 
 def write_folder(path, d_model, layers):
     path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps({"d_model": d_model, "num_hidden_layers": layers,
-                                                  "lens_type": "linear_tuned_lens"}))
+    (path / "config.json").write_text(
+        json.dumps({"d_model": d_model, "num_hidden_layers": layers, "lens_type": "linear_tuned_lens"})
+    )
     (path / "params.pt").write_bytes(b"")
     return str(path)
 
@@ -153,14 +183,19 @@ def test_the_config_check_reads_a_pairs_given_lenses(tmp_path):
 
     check(with_lens({"tied": write_folder(tmp_path / "ok", dims["hidden_size"], dims["layers"])}), SCHEMA)
     deep = write_folder(tmp_path / "deep", dims["hidden_size"], dims["layers"] + 1)
-    with pytest.raises(PipelineError, match=rf"^pairs.main.lens.untied: {deep} is a lens for d_model "
-                                            rf"{dims['hidden_size']} and {dims['layers'] + 1} layers; the untied model "
-                                            rf"has d_model {dims['hidden_size']} and {dims['layers']} layers$"):
+    with pytest.raises(
+        PipelineError,
+        match=rf"^pairs.main.lens.untied: {deep} is a lens for d_model "
+        rf"{dims['hidden_size']} and {dims['layers'] + 1} layers; the untied model "
+        rf"has d_model {dims['hidden_size']} and {dims['layers']} layers$",
+    ):
         check(with_lens({"untied": deep}), SCHEMA)
     with pytest.raises(PipelineError, match=rf"^pairs.main.lens.tied: {tmp_path / 'none'}: no such lens folder$"):
         check(with_lens({"tied": str(tmp_path / "none")}), SCHEMA)
     (tmp_path / "half").mkdir()
-    with pytest.raises(PipelineError, match=r"^pairs.main.lens.tied: .*half: not a tuned-lens folder \(no config.json\)"):
+    with pytest.raises(
+        PipelineError, match=r"^pairs.main.lens.tied: .*half: not a tuned-lens folder \(no config.json\)"
+    ):
         check(with_lens({"tied": str(tmp_path / "half")}), SCHEMA)
     with pytest.raises(PipelineError, match=r"^pairs.main.lens"):
         check(with_lens({"other": "x"}), SCHEMA)
@@ -179,8 +214,11 @@ def test_the_lens_rule_writes_a_tuned_lens_folder_and_scores_a_given_one_instead
     given = tmp_path / "given"
     shutil.copytree(folder, given)
     trained = pd.read_parquet(tmp_path / target)
-    rerun = snakemake(tmp_path, target, config={**MICRO, "pairs": {
-        **MICRO["pairs"], "main": {**MICRO["pairs"]["main"], "lens": {"tied": str(given)}}}})
+    rerun = snakemake(
+        tmp_path,
+        target,
+        config={**MICRO, "pairs": {**MICRO["pairs"], "main": {**MICRO["pairs"]["main"], "lens": {"tied": str(given)}}}},
+    )
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert "rule train" not in rerun.stdout + rerun.stderr and "rule lens:" in rerun.stdout + rerun.stderr
     assert "steps, their readout products" not in (tmp_path / "logs/lens/main/tied/seed0.log").read_text()

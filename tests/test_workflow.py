@@ -1,14 +1,15 @@
 """The workflow end to end through snakemake, on a micro config in a temporary directory. The tests that
 start from the micro build sit here, on copies of it, so the suite builds it once."""
+
 import os
 import re
 
 import pandas as pd
 import pytest
 import yaml
-
 from snakerun import ROOT, cli, copy_build, planned_jobs, snakemake
 from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
+
 from tying.plan.pairs import pair_models
 from tying.rule_script import COST_LINE
 
@@ -50,14 +51,22 @@ def test_changing_train_steps_reruns_training_and_nothing_upstream(built):
     assert not {"corpus", "tokenizer", "tokens_shard", "tokens"} & set(jobs)
 
 
-@pytest.mark.parametrize("section,key,value,message", [
-    ("train", "steps", -5, "train.steps: -5 is less than the minimum of 1"),
-    ("model", "hidden_size", "wide", "model.hidden_size: 'wide' is not of type 'integer'"),
-    ("train", "speed", 3, "train: Additional properties are not allowed ('speed' was unexpected)"),
-    ("train", "checkpoints", [0, 99], "train.checkpoints: [99] exceed train.steps (6)"),
-    ("lens", "fisher", True, "lens.fisher: whitens the translators' output side on top of their input side; "
-                             "it needs lens.whiten: true"),
-])
+@pytest.mark.parametrize(
+    "section,key,value,message",
+    [
+        ("train", "steps", -5, "train.steps: -5 is less than the minimum of 1"),
+        ("model", "hidden_size", "wide", "model.hidden_size: 'wide' is not of type 'integer'"),
+        ("train", "speed", 3, "train: Additional properties are not allowed ('speed' was unexpected)"),
+        ("train", "checkpoints", [0, 99], "train.checkpoints: [99] exceed train.steps (6)"),
+        (
+            "lens",
+            "fisher",
+            True,
+            "lens.fisher: whitens the translators' output side on top of their input side; "
+            "it needs lens.whiten: true",
+        ),
+    ],
+)
 def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, key, value, message):
     bad = {**MICRO, section: {**MICRO[section], key: value}}
     result = snakemake(tmp_path, "-n", config=bad)
@@ -67,22 +76,91 @@ def test_invalid_config_stops_with_one_line_naming_the_key(tmp_path, section, ke
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("target,expected", [
-    ("figures/fig1.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "drawn": 1,
-                          "token_set": 1, "alignment": 1, "fig1": 1}),
-    ("figures/fig2.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "lens": 2, "fig_lens": 1}),
-    ("figures/fig4.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 1, "grad_flow": 1, "fig4": 1}),
-    ("figures/fig3.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "drawn": 1, "token_set": 1,
-                          "train": 1, "evolution": 1, "fig_evolution": 1}),
-    # Figure 5 and Tables 5 and 6 are other rules' `use rule ... with:` copies: only their own metric is planned
-    ("figures/fig5.pdf", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "drawn": 1, "token_set": 1,
-                          "train": 2, "norm_freq": 1, "fig5": 1}),
-    # one drawn-count job for the two pairs: they share their runs' shape (seed, steps, batch, length)
-    ("results/tables/table5.csv", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "drawn": 1,
-                                   "token_set": 2, "train": 4, "knn": 2, "table5": 1}),
-    ("results/tables/table6.csv", {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "drawn": 1,
-                                   "token_set": 1, "train": 3, "scaling": 1, "table6": 1}),
-])
+@pytest.mark.parametrize(
+    "target,expected",
+    [
+        (
+            "figures/fig1.pdf",
+            {
+                "corpus": 1,
+                "tokenizer": 1,
+                "tokens_shard": 1,
+                "tokens": 1,
+                "train": 2,
+                "drawn": 1,
+                "token_set": 1,
+                "alignment": 1,
+                "fig1": 1,
+            },
+        ),
+        (
+            "figures/fig2.pdf",
+            {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 2, "lens": 2, "fig_lens": 1},
+        ),
+        (
+            "figures/fig4.pdf",
+            {"corpus": 1, "tokenizer": 1, "tokens_shard": 1, "tokens": 1, "train": 1, "grad_flow": 1, "fig4": 1},
+        ),
+        (
+            "figures/fig3.pdf",
+            {
+                "corpus": 1,
+                "tokenizer": 1,
+                "tokens_shard": 1,
+                "tokens": 1,
+                "drawn": 1,
+                "token_set": 1,
+                "train": 1,
+                "evolution": 1,
+                "fig_evolution": 1,
+            },
+        ),
+        # Figure 5 and Tables 5 and 6 are other rules' `use rule ... with:` copies: only their own metric is planned
+        (
+            "figures/fig5.pdf",
+            {
+                "corpus": 1,
+                "tokenizer": 1,
+                "tokens_shard": 1,
+                "tokens": 1,
+                "drawn": 1,
+                "token_set": 1,
+                "train": 2,
+                "norm_freq": 1,
+                "fig5": 1,
+            },
+        ),
+        # one drawn-count job for the two pairs: they share their runs' shape (seed, steps, batch, length)
+        (
+            "results/tables/table5.csv",
+            {
+                "corpus": 1,
+                "tokenizer": 1,
+                "tokens_shard": 1,
+                "tokens": 1,
+                "drawn": 1,
+                "token_set": 2,
+                "train": 4,
+                "knn": 2,
+                "table5": 1,
+            },
+        ),
+        (
+            "results/tables/table6.csv",
+            {
+                "corpus": 1,
+                "tokenizer": 1,
+                "tokens_shard": 1,
+                "tokens": 1,
+                "drawn": 1,
+                "token_set": 1,
+                "train": 3,
+                "scaling": 1,
+                "table6": 1,
+            },
+        ),
+    ],
+)
 def test_a_figure_target_plans_only_what_it_needs(tmp_path, target, expected):
     result = snakemake(tmp_path, "-n", target, config=MICRO)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -110,8 +188,17 @@ def test_the_held_out_share_reruns_only_the_fitted_alignments_and_what_reads_the
     changed = {**MICRO, "analysis": {**MICRO["analysis"], "held_out": 0.3}}
     jobs = planned_jobs(snakemake(built, "-n", config=changed))
     snakemake(built, "-n", config=MICRO)
-    assert jobs == {"alignment": 2, "scaling": 1, "fig1": 1, "table1": 1, "table2": 1, "table6": 1, "claims": 1,
-                    "claims_figure": 1, "all": 1}
+    assert jobs == {
+        "alignment": 2,
+        "scaling": 1,
+        "fig1": 1,
+        "table1": 1,
+        "table2": 1,
+        "table6": 1,
+        "claims": 1,
+        "claims_figure": 1,
+        "all": 1,
+    }
 
 
 def test_adding_a_seed_reruns_only_the_new_seed_and_the_aggregates(built):
@@ -128,8 +215,10 @@ def test_reordering_a_sections_keys_reruns_nothing(built):
     """A rule's params are compared by their repr, which follows key order: a section's keys moved about in
     config.yaml (or a default written out) must not look like a change."""
     fixed = {"corpus", "tokenizer", "model", "train", "analysis", "lens"}  # keys the schema names, not the user
-    moved = {section: dict(reversed(MICRO[section].items())) if section in fixed else MICRO[section]
-             for section in reversed(MICRO)}
+    moved = {
+        section: dict(reversed(MICRO[section].items())) if section in fixed else MICRO[section]
+        for section in reversed(MICRO)
+    }
     moved["train"] = {"grad_accum": 1, **moved["train"]}  # the schema's default, written out, first
     path = built / "config.yaml"
     before = path.read_text()
@@ -159,8 +248,9 @@ def test_slurm_profile_dry_run_gives_every_job_its_declared_resources(tmp_path):
     assert "mem_mb=4000" in train and "runtime=120" in train
 
 
-@pytest.mark.parametrize("profile", [[], ["--profile", "profiles/slurm"], ["--profile", "profiles/slurm",
-                                                                         "--workflow-profile", "none"]])
+@pytest.mark.parametrize(
+    "profile", [[], ["--profile", "profiles/slurm"], ["--profile", "profiles/slurm", "--workflow-profile", "none"]]
+)
 def test_profiles_replan_ready_jobs_every_10_s_not_every_second(monkeypatch, profile):
     """Snakemake re-plans all ready jobs once per max-jobs-per-timespan span (its default 100/1s); the slurm
     profile states the local profile's 100/10s, so it holds with or without the local one layered over it."""
@@ -178,8 +268,10 @@ def table7_run(built, tmp_path_factory):
     task when it is installed), built through snakemake offline on a copy of the micro build (its runs)."""
     workdir = copy_build(built, tmp_path_factory.mktemp("downstream"))
     (workdir / "wiki.txt").write_text(" = Heading = \n\n" + "The cat sat on the mat . " * 40)
-    downstream = {"device": "cpu",
-                  "perplexity": {"label": "WikiText-2", "source": "local", "paths": [str(workdir / "wiki.txt")]}}
+    downstream = {
+        "device": "cpu",
+        "perplexity": {"label": "WikiText-2", "source": "local", "paths": [str(workdir / "wiki.txt")]},
+    }
     if HAS_LM_EVAL:
         (workdir / "tasks").mkdir()
         write_task(workdir / "tasks")
@@ -199,7 +291,10 @@ def test_micro_table7_shows_wikitext2_perplexity_beside_the_paper(table7_run):
     assert frame.columns.tolist() == ["arch", "variant", "seed", "step", "metric", "value"]
     assert frame["step"].item() == 6 and frame["metric"].item() == "WikiText-2 perplexity"
     assert 1 < table.loc["tied", "WikiText-2 perplexity_mean"] == pytest.approx(frame["value"].item())
-    assert "| WikiText-2 perplexity | WikiText-2 perplexity (paper) |" in (table7_run / "results/tables/table7.md").read_text()
+    assert (
+        "| WikiText-2 perplexity | WikiText-2 perplexity (paper) |"
+        in (table7_run / "results/tables/table7.md").read_text()
+    )
 
 
 @needs_lm_eval
@@ -237,11 +332,25 @@ def test_the_workflow_used_as_a_module_plans_what_it_plans_on_its_own(tmp_path, 
     Snakefile; the using workflow's config (here smoke.yaml) laid over config.yaml as an overlay."""
     user = tmp_path / "user"
     user.mkdir()
-    (user / "Snakefile").write_text(f'configfile: "{ROOT / "configs/smoke.yaml"}"\n\n'
-                                    f'module tying:\n    snakefile: "{ROOT / snakefile}"\n    config: config\n\n'
-                                    "use rule * from tying\n")
+    (user / "Snakefile").write_text(
+        f'configfile: "{ROOT / "configs/smoke.yaml"}"\n\n'
+        f'module tying:\n    snakefile: "{ROOT / snakefile}"\n    config: config\n\n'
+        "use rule * from tying\n"
+    )
     used = cli(["-s", str(user / "Snakefile"), "-d", str(user), "-n", "--cores", "2", "all"])
     assert used.returncode == 0, (used.stdout + used.stderr)[-2000:]
-    alone = cli(["-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n", "--cores", "2", "all",
-                 "--configfile", str(ROOT / "configs/smoke.yaml")])
+    alone = cli(
+        [
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(tmp_path),
+            "-n",
+            "--cores",
+            "2",
+            "all",
+            "--configfile",
+            str(ROOT / "configs/smoke.yaml"),
+        ]
+    )
     assert planned_jobs(used) == planned_jobs(alone) and planned_jobs(used)["train"] == 9
