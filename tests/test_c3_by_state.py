@@ -77,7 +77,7 @@ def test_the_claims_tables_state_0_row_is_the_hand_computed_gap_with_its_floors_
     assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((1.05, low, high))
     assert high - 1.05 == pytest.approx(4.302652729911275 * 0.05 / math.sqrt(3))
     assert row["interval"] == (
-        "Student-t 95% over 3 seeds and 95% bootstrap over 10 validation windows, " "half-widths in quadrature"
+        "Student-t 95% over 3 seeds and 95% bootstrap over 10 validation windows, half-widths in quadrature"
     )
     assert row["paper_value"] == pytest.approx(8.86 - 7.01) and row["verdict"] == "holds"
     # above the floors: gap - (0.5 + s/100 - 0.3) = 0.80, 0.84, 0.88

@@ -41,7 +41,7 @@ THIS = _table(
             -0.41,
             NAN,
             "",
-            "not in the paper (its models are trained language " "models)",
+            "not in the paper (its models are trained language models)",
             NAN,
             "holds",
         ),

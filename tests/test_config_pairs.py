@@ -122,7 +122,7 @@ def test_a_trained_negative_control_feeds_table1_table5_and_the_claims_after_the
     for tables, message in (
         (
             {"claims": ["ctl"]},
-            "tables.claims: the first claims pair gets every claim; a negative control ('ctl') " "can only follow it",
+            "tables.claims: the first claims pair gets every claim; a negative control ('ctl') can only follow it",
         ),
         (
             {"table2": "ctl"},
@@ -204,7 +204,7 @@ def test_a_config_the_check_refuses_leaves_no_run_folder(tmp_path, monkeypatch):
         ]
     )
     assert result.returncode == 1 and result.stderr.splitlines()[-1].startswith(
-        "config error: pairs.main.untied: " "unknown key 'paht'"
+        "config error: pairs.main.untied: unknown key 'paht'"
     )
     assert not (tmp_path / "runs").exists()
     config["pairs"]["main"]["untied"] = {"arch": "olmo", "variant": "untied"}  # the same config, checked: its folder

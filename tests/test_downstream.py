@@ -22,7 +22,7 @@ from tying.report.tables import table7
 HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
 needs_lm_eval = pytest.mark.skipif(
     not HAS_LM_EVAL,
-    reason="lm-eval is not installed (the `eval` extra: " "pip install -c constraints.txt -e '.[eval]')",
+    reason="lm-eval is not installed (the `eval` extra: pip install -c constraints.txt -e '.[eval]')",
 )
 
 

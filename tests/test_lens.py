@@ -647,7 +647,7 @@ def test_c3_is_scored_on_every_window_with_an_interval_over_seeds_and_windows():
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((mean - half, mean + half))
     assert half > (t_high - t_low) / 2  # the windows widen the seeds' interval
     assert row["interval"] == (
-        "Student-t 95% over 5 seeds and 95% bootstrap over 40 validation windows, " "half-widths in quadrature"
+        "Student-t 95% over 5 seeds and 95% bootstrap over 40 validation windows, half-widths in quadrature"
     )
     assert row["verdict"] in ("holds", "inconclusive", "does not hold")
     assert row["detail"].startswith(

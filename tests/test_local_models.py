@@ -103,7 +103,7 @@ def test_a_missing_or_incomplete_or_wrongly_tied_directory_is_one_line(models, c
         ({"untied": tmp_path / "nowhere"}, f"pairs.mine.untied.path: no directory {tmp_path / 'nowhere'}"),
         (
             {"tied": no_config},
-            f"pairs.mine.tied.path: {no_config} holds no config.json (not a directory " "save_pretrained wrote)",
+            f"pairs.mine.tied.path: {no_config} holds no config.json (not a directory save_pretrained wrote)",
         ),
         (
             {"untied": empty},
@@ -136,7 +136,7 @@ def test_tying_is_read_from_the_stored_tensors_when_config_json_does_not_state_i
     with pytest.raises(PipelineError) as error:
         check(local_config(corpus, models, tied=untied), SCHEMA)
     assert str(error.value) == (
-        f"pairs.mine.tied.path: {untied} is an untied model (its stored tensors), but its " "role needs a tied one"
+        f"pairs.mine.tied.path: {untied} is an untied model (its stored tensors), but its role needs a tied one"
     )
 
 
@@ -160,7 +160,7 @@ def test_a_local_pair_names_its_checkpoints_by_directory_not_by_revision(models,
     with pytest.raises(PipelineError) as error:
         check(copy.deepcopy(config), SCHEMA)
     assert str(error.value) == (
-        "figures.fig3: local pair 'mine' has no evolution (training step -> directory of " "its untied model)"
+        "figures.fig3: local pair 'mine' has no evolution (training step -> directory of its untied model)"
     )
     del config["figures"]["fig3"]
     config["pairs"]["mine"]["trajectory"] = [
@@ -405,7 +405,7 @@ def test_a_local_pairs_claims_test_its_models_against_the_bigram_table_and_say_w
         assert claims.loc[cid, "verdict"] == "not testable here"
         assert claims.loc[cid, "testable"].startswith("no: language model: LM ")
     assert claims.loc["C5", "testable"] == (
-        "no: no training run here: the tied model's gradient over its first " "steps is the training's"
+        "no: no training run here: the tied model's gradient over its first steps is the training's"
     )
     assert claims.loc["C6b", "verdict"] == "not testable here" and claims.loc["C6b", "testable"].startswith(
         "no: no training data here"

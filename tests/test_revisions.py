@@ -60,7 +60,7 @@ def test_a_step_without_a_branch_is_one_line(branches):
     with pytest.raises(PipelineError) as error:
         step_branches("allenai/OLMo-1B-0724-hf", [0, 4000, 6000])
     assert str(error.value) == (
-        "allenai/OLMo-1B-0724-hf has no branch for step 4000, 6000" " (4 step branches, steps 0 to 31000)"
+        "allenai/OLMo-1B-0724-hf has no branch for step 4000, 6000 (4 step branches, steps 0 to 31000)"
     )
 
 

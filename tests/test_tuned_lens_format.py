@@ -114,19 +114,19 @@ def test_a_folder_with_the_older_layer_translators_prefix_is_read(tmp_path, trai
         ),
         (
             lambda c, p: c.update(num_hidden_layers=3),
-            r"a lens for d_model 32 and 3 layers; the model has d_model 32 and 2 " r"layers$",
+            r"a lens for d_model 32 and 3 layers; the model has d_model 32 and 2 layers$",
         ),
         (
             lambda c, p: c.update(unembed_hash="0" * 64),
-            r"its unembed_hash is not the model's: a lens for another " r"model's unembedding$",
+            r"its unembed_hash is not the model's: a lens for another model's unembedding$",
         ),
         (
             lambda c, p: c.update(lens_type="something_else"),
-            r"lens_type 'something_else'; only 'linear_tuned_lens' lenses " r"are read$",
+            r"lens_type 'something_else'; only 'linear_tuned_lens' lenses are read$",
         ),
         (
             lambda c, p: p.update({"1.weight": torch.zeros(D, D + 1)}),
-            r"params.pt: not 2 translators of shape \(32, 32\) " r"with \(32,\) biases$",
+            r"params.pt: not 2 translators of shape \(32, 32\) with \(32,\) biases$",
         ),
         (lambda c, p: p.pop("1.bias"), r"params.pt: not 2 translators of shape \(32, 32\) with \(32,\) biases$"),
     ],

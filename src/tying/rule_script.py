@@ -13,7 +13,7 @@ from tying.errors import PipelineError
 # The log's last line on success: the job process's wall seconds since it started (its imports
 # included), its CPU seconds and those of the children it waited for, and its peak resident memory.
 COST_LINE = re.compile(
-    r"^job: (?P<seconds>[0-9.]+) s wall, (?P<cpu_seconds>[0-9.]+) s CPU, " r"peak memory (?P<peak_mb>[0-9.]+) MB$"
+    r"^job: (?P<seconds>[0-9.]+) s wall, (?P<cpu_seconds>[0-9.]+) s CPU, peak memory (?P<peak_mb>[0-9.]+) MB$"
 )
 
 

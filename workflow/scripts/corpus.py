@@ -13,7 +13,7 @@ def main(snakemake):
     if source == "docstrings":
         source += " of " + distribution_versions(block(list(cfg["distributions"]), cfg.get("shards", 1), shard))
     print(
-        f"corpus shard {shard} ({source}): {documents.summary()}; {counts['train']:,} train, " f"{counts['val']:,} val",
+        f"corpus shard {shard} ({source}): {documents.summary()}; {counts['train']:,} train, {counts['val']:,} val",
         file=sys.stderr,
     )
 

@@ -185,7 +185,7 @@ def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out
     if steps is not None:
         if rows["step"].max() < steps:
             raise PipelineError(
-                f"grad_flow metric ends at step {rows['step'].max()}, before the early window's " f"step {steps}"
+                f"grad_flow metric ends at step {rows['step'].max()}, before the early window's step {steps}"
             )
         rows = rows[rows["step"] <= steps]
     return rows.groupby("seed")[column].mean()

@@ -65,7 +65,7 @@ def _distribution(name):
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
         raise PipelineError(
-            f"corpus.distributions: {name!r} is not installed " f"(pip install -c constraints.txt -e .)"
+            f"corpus.distributions: {name!r} is not installed (pip install -c constraints.txt -e .)"
         ) from None
     if dist.files is None:
         raise PipelineError(f"corpus.distributions: {name!r} has no RECORD of its files")

@@ -118,7 +118,7 @@ def token_set_frame(split_counts, drawn, min_count, positions=None, looked_up=No
     keep = np.flatnonzero(fewest >= min_count)
     if len(keep) < 2:
         raise PipelineError(
-            f"only {len(keep)} tokens were drawn at least {min_count} times in training " "(analysis.min_count)"
+            f"only {len(keep)} tokens were drawn at least {min_count} times in training (analysis.min_count)"
         )
     frame = pd.DataFrame({"token_id": keep, "count": split_counts[keep], "drawn": fewest[keep]})
     if positions is not None:

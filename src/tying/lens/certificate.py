@@ -86,7 +86,7 @@ def certificate(end, check, steps, check_step, half_width, reference=None, name=
     """
     if steps == 0:
         return True, (
-            "given: the pair names its lenses (tuned-lens folders), not trained here, so neither check " "applies"
+            "given: the pair names its lenses (tuned-lens folders), not trained here, so neither check applies"
         )
     moved, along_limit = (end - check).dropna(), gap_limit(half_width)
     along = bool((moved.abs() <= along_limit).all())

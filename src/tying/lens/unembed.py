@@ -119,7 +119,7 @@ def _find_final_norm(model):
     logits = processed(head(norm(state)).float(), *logit_processing(model.config))
     if not torch.allclose(logits, out.logits.float(), rtol=1e-3, atol=1e-3 * (1 + float(logits.abs().max()))):
         raise PipelineError(
-            f"no lens readout for model type {kind!r}: its logits are not the unembedding of its " "last norm's output"
+            f"no lens readout for model type {kind!r}: its logits are not the unembedding of its last norm's output"
         )
     return norm
 

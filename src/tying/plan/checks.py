@@ -105,7 +105,7 @@ def _check_shards(corpus):
         raise PipelineError(f"corpus.shards: {n} shards of the stdlib source, which is one part (use 1)")
     if corpus["source"] == "local" and n > len(corpus["paths"]):
         raise PipelineError(
-            f"corpus.shards: {n} shards of {len(corpus['paths'])} local files " "(a shard is a block of whole files)"
+            f"corpus.shards: {n} shards of {len(corpus['paths'])} local files (a shard is a block of whole files)"
         )
 
 
@@ -178,11 +178,11 @@ def _check_pairs(config):
         target = key.split(".")[1]
         if "control" in pairs[pair] and target not in CONTROL_TARGETS:
             raise PipelineError(
-                f"{key}: pair {pair!r} is a negative control, read by " f"{', '.join(sorted(CONTROL_TARGETS))} only"
+                f"{key}: pair {pair!r} is a negative control, read by {', '.join(sorted(CONTROL_TARGETS))} only"
             )
         if target == "claims" and "control" in pairs[pair] and pair == claims_pairs(config)[0]:
             raise PipelineError(
-                f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) " "can only follow it"
+                f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) can only follow it"
             )
         if target in NEEDS_TRAINED and not trained(config, pair):
             raise PipelineError(
@@ -220,9 +220,7 @@ def _check_pairs(config):
         )
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
-        raise PipelineError(
-            f"analysis.early_step: {config['analysis']['early_step']} is not one of " "train.checkpoints"
-        )
+        raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of train.checkpoints")
     return local
 
 

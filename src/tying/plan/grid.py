@@ -307,7 +307,7 @@ def _dims(grid, size, key):
         head_dim = grid.get("head_dim", 64)
         if hidden % head_dim:
             raise PipelineError(
-                f"{key}: hidden_size {hidden} is not a multiple of scaling.head_dim {head_dim}; " "name its heads"
+                f"{key}: hidden_size {hidden} is not a multiple of scaling.head_dim {head_dim}; name its heads"
             )
         heads = hidden // head_dim
     if hidden % heads or (hidden // heads) % 2:

@@ -27,6 +27,6 @@ def clip_qkv(family, value):
         return FAMILY_CLIP_QKV.get(family)
     if value is not None and family not in FAMILY_CLIP_QKV:
         raise PipelineError(
-            f"model.clip_qkv: only the OLMo family clamps q, k and v; set it to auto or null " f"for {family}"
+            f"model.clip_qkv: only the OLMo family clamps q, k and v; set it to auto or null for {family}"
         )
     return value

@@ -26,6 +26,6 @@ def draw(rule, frame, out, **params):
     """Write the PDF `out` of figure rule `rule` from its metric `frame` and params."""
     if rule not in FIGURES:
         raise PipelineError(
-            f"no figure is registered for rule {rule!r} (tying.report.figures.registry: " f"{', '.join(FIGURES)})"
+            f"no figure is registered for rule {rule!r} (tying.report.figures.registry: {', '.join(FIGURES)})"
         )
     FIGURES[rule](frame, out, **params)
