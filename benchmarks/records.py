@@ -28,7 +28,7 @@ CLASSES = (FASTER, SLOWER_BF16, SLOWER_NO_AVX512)  # the table's classes, in its
 SCRIPTS = (
     "train_bench.py",
     "lens_speed.py",
-    "lens_convergence.py",
+    "lens_recipes.py",
     "tuned_lens_check.py",
     "regime.py",
     "build_bench.py",

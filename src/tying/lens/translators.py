@@ -11,7 +11,7 @@ on C_l = A_l Cov_l^(1/2), penalises what the translator does to the data (E |A_l
 than A_l's raw entries. With `fisher`, the output side is whitened too, as K-FAC's two factors do:
 h + P_l (C_l S_l (h - mu_l) + c_l), P_l the inverse square root of the readout's Fisher at state l
 (`readout_fisher`, damped), so directions the readout barely responds to are no longer learnt at the pace
-of those it amplifies (benchmarks/lens_convergence.py).
+of those it amplifies (benchmarks/studies/lens_recipes.py).
 """
 
 import numpy as np

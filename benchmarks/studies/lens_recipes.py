@@ -9,20 +9,19 @@ held-out KL of each lens, its change from the reference, the largest, and the CP
 scoring it; with a tied and an untied run of one seed, also C3 (tied minus untied mean KL over the early states)
 of each and its change from the reference's.
 The lens job's tolerance is 0.005 bits on every state (docs/statistics.md, C3).
-Usage: .venv/bin/python benchmarks/lens_convergence.py BUILD [--runs olmo/tied/seed0 olmo/untied/seed0]
+Usage: .venv/bin/python benchmarks/studies/lens_recipes.py BUILD [--runs olmo/tied/seed0 olmo/untied/seed0]
 [--budgets 200 400 800] [--coordinates plain whitened fisher] [--reference-steps N] [--threads 1] [--record [NOTE]]
 BUILD: a directory where the default build (or its lens targets) ran, holding results/checkpoints
 and results/tokens; the recipe defaults to this checkout's config.yaml `lens:` section.
 """
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import pandas as pd
-import records
 import yaml
-from train_bench import gemm_peak
 
 from tying.data.tokens import load_ids
 from tying.lens.fitting import recipe, train_lens
@@ -30,7 +29,12 @@ from tying.lens.scoring import early_states, evaluate_lens
 from tying.runtime import configure
 from tying.train.models import frozen_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # records.py and train_bench's GEMM peak
+
+import records  # noqa: E402
+from train_bench import gemm_peak  # noqa: E402
+
 TOLERANCE = 0.005
 COORDINATES = {
     "plain": {"whiten": False, "fisher": False},

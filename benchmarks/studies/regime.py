@@ -1,8 +1,8 @@
 """What a training regime buys: one run's validation loss at a few steps beside the count tables of the tokens
 it drew by then, and what the run cost. Prints figures; asserts nothing.
 
-    .venv/bin/python benchmarks/regime.py TOKENS [--config config.yaml ...] [--arch olmo] [--variant tied] [--seed 0]
-        [--set train.steps=1000 --set model.layers=6 ...] [--marks 5] [--threads 1] [--record [NOTE]]
+    .venv/bin/python benchmarks/studies/regime.py TOKENS [--config config.yaml ...] [--arch olmo] [--variant tied]
+        [--seed 0] [--set train.steps=1000 --set model.layers=6 ...] [--marks 5] [--threads 1] [--record [NOTE]]
 
 TOKENS: a build's results/tokens folder (train.json, val.json, meta.json); for another vocabulary or corpus,
 build one in its own directory first, e.g.
@@ -16,13 +16,12 @@ seconds so far; with --record, the last mark's figures go to benchmarks/records.
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
-import records
 import torch
 import yaml
-from train_bench import gemm_peak
 
 from tying.data.batches import eval_batches, train_batch
 from tying.data.tokens import load_ids
@@ -32,6 +31,12 @@ from tying.plan.run_params import run_params
 from tying.plan.run_spec import RunSpec
 from tying.runtime import configure
 from tying.train.loop import build, evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # records.py and train_bench's GEMM peak
+
+import records  # noqa: E402
+from train_bench import gemm_peak  # noqa: E402
 
 
 def settings_overlay(settings):

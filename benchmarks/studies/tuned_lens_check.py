@@ -3,8 +3,8 @@
 tuned-lens 0.2 is not a dependency: install it apart, without its dependencies, and name the folder:
 
     .venv/bin/pip install --no-deps --target /tmp/tl tuned-lens==0.2.0 simple_parsing docstring_parser
-    .venv/bin/python benchmarks/tuned_lens_check.py BUILD --package /tmp/tl [--runs olmo/tied/seed0 olmo/untied/seed0]
-        [--budgets 50 250] [--folders] [--record [NOTE]]
+    .venv/bin/python benchmarks/studies/tuned_lens_check.py BUILD --package /tmp/tl
+        [--runs olmo/tied/seed0 olmo/untied/seed0] [--budgets 50 250] [--folders] [--record [NOTE]]
 
 BUILD: a directory holding a build's results/checkpoints and results/tokens (the default build's). For each run and
 budget, two lenses train on the same windows (batch_size x seq_len tokens a step, drawn as train_lens draws them)
@@ -28,10 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import records
 import torch
 import yaml
-from train_bench import gemm_peak
 
 from tying.data.tokens import load_ids
 from tying.lens.fitting import train_lens
@@ -43,7 +41,11 @@ from tying.lens.unembed import final_norm, token_windows
 from tying.runtime import configure
 from tying.train.models import frozen_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # records.py and train_bench's GEMM peak
+
+import records  # noqa: E402
+from train_bench import gemm_peak  # noqa: E402
 
 
 def package(path):
