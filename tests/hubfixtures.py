@@ -1,9 +1,11 @@
-"""A fake Hugging Face hub cache of tiny random models in the layouts the paper uses.
+"""A fake Hugging Face hub cache of tiny random models in the layouts the paper uses, and configs/paper.yaml in
+miniature over them.
 
 The cache is laid out as huggingface_hub lays it out:
 models--{org}--{name}/{blobs/<sha256>, snapshots/<commit>/<file> -> ../../blobs/<sha256>, refs/<revision>}.
 """
 
+import copy
 import hashlib
 import json
 import os
@@ -34,6 +36,7 @@ from transformers import (
 )
 
 from tying.checkpoints.layouts import LAYOUTS
+from tying.plan.layers import load
 
 VOCAB = 64
 SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
@@ -423,3 +426,29 @@ def build_survey_cache(cache_dir):
             word_tokenizer(vocab).save_pretrained(model_dir)
             commits[repo_id] = add_snapshot(cache_dir, repo_id, "main", model_dir)
     return commits
+
+
+PAPER = load("configs/paper.yaml")
+
+# configs/paper.yaml in miniature: the same pairs and targets over the fake repos, a local corpus, a tiny lens.
+FAKE_PAIRS = {
+    "main": {
+        "tied": {"hub": "test-org/olmo-tied", "revision": "main"},
+        "untied": {"hub": "test-org/olmo-untied", "revision": "main"},
+        "evolution": {0: "step0", 1000: "step1000"},
+    },
+    "family": {"tied": {"hub": "test-org/gpt-neo"}, "untied": {"hub": "test-org/pythia"}},
+    "scale": {"tied": {"hub": "test-org/qwen3-tied"}, "untied": {"hub": "test-org/qwen3-untied-sharded"}},
+}
+
+
+def fake_paper_config(corpus_path, **analysis):
+    return {
+        **{k: PAPER[k] for k in ("seeds", "tokenizer", "model", "train", "variants", "architectures")},
+        "corpus": {"source": "local", "paths": [str(corpus_path)], "val_fraction": 0.25},
+        "pairs": copy.deepcopy(FAKE_PAIRS),  # callers may change a pair; FAKE_PAIRS stays as it is
+        "figures": {"fig1": "main", "fig2": "main", "fig3": "main"},
+        "tables": {"table1": ["main", "family"], "table5": ["main", "scale", "family"], "claims": "main"},
+        "analysis": {"knn_k": 5, **analysis},
+        "lens": {"steps": 3, "batch_size": 2, "seq_len": 16, "eval_batches": 2},
+    }

@@ -4,7 +4,7 @@ A matrix job (alignment, KNN, scaling, evolution, norm-frequency, claims over tr
 loads the input and output embedding matrices of a few models as float32 (tying.checkpoints.embeddings) and works
 on copies of them. Its peak is the process's base (Python, torch, pandas imported) plus a multiple of
 the float32 bytes of the matrices it holds at once; the multiples below are measured peaks of a small
-case (tests/test_memory.py scales them to Qwen3-8B shapes). The shapes come from the checkpoints'
+case (tests/plan/test_memory.py scales them to Qwen3-8B shapes). The shapes come from the checkpoints'
 safetensors headers, so nothing but a few header bytes is read. At planning time a checkpoint may not
 exist yet (not trained, not fetched): the request is then the rule's `fallback_mb`; Snakemake
 evaluates resources again once a job's inputs exist, before it is scheduled or submitted. A checkpoint that
@@ -25,7 +25,7 @@ BASE_MB = 1000  # a metric process with its libraries imported and torch started
 FLOAT32_BYTES = 4
 # Peak working memory above the base, per metric: multiples of the float32 matrices held at once
 # (WORKING_COPIES) and of one d x d float32 matrix of the widest model (SQUARE_COPIES: the fitted maps).
-# Measured peaks (tests/test_memory.py, tests/memory_probe.py) above a tiny case's, at V 8192-18958 and
+# Measured peaks (tests/plan/test_memory.py, tests/plan/memory_probe.py) above a tiny case's, at V 8192-18958 and
 # d 512-2048: alignment 1.6-2.9 matrix copies plus about 46 d x d; KNN 1.9-3.1 (unit rows, similarity
 # chunks); evolution and norm-frequency 1.0-1.5 of the models they hold. Rounded up.
 WORKING_COPIES = {

@@ -8,7 +8,7 @@ written in it.
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## What the default run finds, in short"
 RECORD = re.compile(r"\]\((docs/results/[\w.-]+\.md)\)")
 DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+")

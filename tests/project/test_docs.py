@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from snakerun import cli, planned_jobs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Top-level folders a path inside the repository starts with (besides those present now), so that a
 # path into a folder that was renamed away is still checked.

@@ -28,7 +28,7 @@ from tying.report.figures.kl_by_layer import plot_kl_by_layer
 from tying.stats import mean_ci, token_bootstrap_ci
 from tying.train.models import frozen_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 V, D, SEQ = 64, 32, 16
 
 
@@ -529,7 +529,7 @@ def test_frozen_model_loads_saved_directory(tmp_path):
 
 
 def test_bad_tokens_are_pipeline_errors():
-    """(A family whose readout cannot be read: tests/test_lens_families.py.)"""
+    """(A family whose readout cannot be read: tests/lens/test_lens_families.py.)"""
     with pytest.raises(PipelineError, match="vocabulary"):
         train_lens(tiny_model("olmo"), np.full(100, V, dtype=np.uint16), seq_len=SEQ, steps=1, batch_size=1, lr=0.1)
 

@@ -175,7 +175,7 @@ def test_figure5_on_a_released_pair_is_refused_by_the_config_check(config):
 
 def test_run_params_are_runspecs_fields_but_seed_and_vocabulary(config):
     """run_params lists the config's share of a RunSpec; the rest (seed, vocab_size, eos_id) the train job adds;
-    init_offset and data_offset only where a variant sets one (tests/test_same_arch_control.py)."""
+    init_offset and data_offset only where a variant sets one (tests/plan/test_same_arch_control.py)."""
     spec_fields = {f.name for f in fields(RunSpec)}
     assert set(run_params(config, "olmo", "tied")) == spec_fields - {
         "seed",

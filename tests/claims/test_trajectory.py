@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from hubfixtures import _survey_olmo, add_snapshot, word_tokenizer
+from hubfixtures import PAPER, _survey_olmo, add_snapshot, word_tokenizer
 from snakerun import planned_jobs, snakemake
-from test_paper_mode import PAPER
 
 from tying.checkpoints.embeddings import Embeddings
 from tying.claims.claims_over_training import claims_by_point, point_rows

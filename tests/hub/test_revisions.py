@@ -16,7 +16,7 @@ from tying.errors import PipelineError
 from tying.hub.revisions import main, pin_config, set_evolution, step_branches
 from tying.plan.pins import unpinned_references
 
-PAPER_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "paper.yaml"
+PAPER_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "paper.yaml"
 OLMO_BRANCHES = [
     "main",
     "step0-tokens0B",

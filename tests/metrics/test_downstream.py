@@ -1,7 +1,5 @@
 """Table 7's downstream numbers: perplexity on a text, lm-eval accuracies, and the table beside the paper."""
 
-import importlib.util
-import json
 import math
 import sys
 
@@ -11,6 +9,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 from conftest import tiny_model, word_tokenizer
+from helpers import needs_lm_eval, write_task
 from snakerun import ROOT, planned_jobs, snakemake
 
 from tying.errors import PipelineError
@@ -18,12 +17,6 @@ from tying.metrics.downstream import perplexity, text_documents, write_text
 from tying.metrics.zero_shot import lm_eval_scores, task_index
 from tying.plan.layers import load
 from tying.report.tables import table7
-
-HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
-needs_lm_eval = pytest.mark.skipif(
-    not HAS_LM_EVAL,
-    reason="lm-eval is not installed (the `eval` extra: pip install -c constraints.txt -e '.[eval]')",
-)
 
 
 def test_perplexity_is_the_mean_cross_entropy_of_non_overlapping_windows():
@@ -104,37 +97,6 @@ def test_table7_puts_the_paper_numbers_beside_a_measured_wikitext2_column():
     # held-out loss alone (the default): the paper's WikiText-2 numbers beside the held-out perplexity
     alone = table7(loss_frame()).set_index("variant")
     assert alone.loc["tied", "perplexity (paper)"] == "35.71 (WikiText-2)"
-
-
-TASK = """
-task: tiny_choice
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{question}}}}"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: "{{{{answer}}}}"
-metric_list:
-  - metric: acc
-"""
-
-
-def write_task(folder, n=12):
-    """A local lm-eval multiple-choice task over the word tokenizer's vocabulary; its folder."""
-    docs = [
-        {
-            "question": f"t{1 + i % 7} t{2 + i % 5} t{3 + i % 3}",
-            "choices": [f"t{10 + i % 4}", f"t{20 + i % 6} t5", "t9"],
-            "answer": i % 3,
-        }
-        for i in range(n)
-    ]
-    (folder / "tiny.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
-    (folder / "tiny_choice.yaml").write_text(TASK.format(data=folder / "tiny.jsonl"))
-    return docs
 
 
 def save_checkpoint(folder):

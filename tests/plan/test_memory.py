@@ -50,7 +50,7 @@ def qwen_pair(tmp_path, vocab, dim, make):
 
 
 def measured(metric, untied, tied):
-    """(base, peak) RSS bytes of `metric` on the pair, in a fresh process (tests/memory_probe.py)."""
+    """(base, peak) RSS bytes of `metric` on the pair, in a fresh process (tests/plan/memory_probe.py)."""
     done = subprocess.run(
         [sys.executable, str(PROBE), metric, str(untied), str(tied)], capture_output=True, text=True, check=True
     )

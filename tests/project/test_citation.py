@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = json.loads((Path(__file__).parent / "cff-1.2.0.schema.json").read_text())
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "tests" / "cff-1.2.0.schema.json").read_text())
 
 
 def test_citation_file_is_valid_cff():

@@ -7,8 +7,8 @@ import re
 import pandas as pd
 import pytest
 import yaml
+from helpers import HAS_LM_EVAL, needs_lm_eval, write_task
 from snakerun import ROOT, cli, copy_build, planned_jobs, snakemake
-from test_downstream import HAS_LM_EVAL, needs_lm_eval, write_task
 
 from tying.plan.pairs import pair_models
 from tying.rule_script import COST_LINE
@@ -261,7 +261,7 @@ def test_profiles_replan_ready_jobs_every_10_s_not_every_second(monkeypatch, pro
     assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == (100, 10)
 
 
-# --- Table 7 on the micro build's runs (tests/test_downstream.py has its parts) -----------------------------
+# --- Table 7 on the micro build's runs (tests/metrics/test_downstream.py has its parts) -----------------------------
 @pytest.fixture(scope="module")
 def table7_run(built, tmp_path_factory):
     """The micro config's Table 7 with WikiText-2 perplexity on a local text (and lm-eval on a local

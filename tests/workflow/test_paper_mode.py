@@ -1,6 +1,5 @@
 """Paper-scale mode through snakemake, offline, from a fake hub cache of tiny released models."""
 
-import copy
 import json
 import os
 from pathlib import Path
@@ -8,36 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hubfixtures import add_vocab_files_repo, build_hub_cache
+from hubfixtures import FAKE_PAIRS, PAPER, add_vocab_files_repo, build_hub_cache, fake_paper_config
 from snakerun import planned_jobs, snakemake
 
 from tying.checkpoints.embeddings import load_embeddings
-from tying.plan.layers import load
-
-PAPER = load("configs/paper.yaml")
-
-# configs/paper.yaml in miniature: the same pairs and targets over the fake repos, a local corpus, a tiny lens.
-FAKE_PAIRS = {
-    "main": {
-        "tied": {"hub": "test-org/olmo-tied", "revision": "main"},
-        "untied": {"hub": "test-org/olmo-untied", "revision": "main"},
-        "evolution": {0: "step0", 1000: "step1000"},
-    },
-    "family": {"tied": {"hub": "test-org/gpt-neo"}, "untied": {"hub": "test-org/pythia"}},
-    "scale": {"tied": {"hub": "test-org/qwen3-tied"}, "untied": {"hub": "test-org/qwen3-untied-sharded"}},
-}
-
-
-def fake_paper_config(corpus_path, **analysis):
-    return {
-        **{k: PAPER[k] for k in ("seeds", "tokenizer", "model", "train", "variants", "architectures")},
-        "corpus": {"source": "local", "paths": [str(corpus_path)], "val_fraction": 0.25},
-        "pairs": copy.deepcopy(FAKE_PAIRS),  # callers may change a pair; FAKE_PAIRS stays as it is
-        "figures": {"fig1": "main", "fig2": "main", "fig3": "main"},
-        "tables": {"table1": ["main", "family"], "table5": ["main", "scale", "family"], "claims": "main"},
-        "analysis": {"knn_k": 5, **analysis},
-        "lens": {"steps": 3, "batch_size": 2, "seq_len": 16, "eval_batches": 2},
-    }
 
 
 @pytest.fixture(scope="module")

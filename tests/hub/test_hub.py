@@ -13,6 +13,7 @@ from hubfixtures import (
     add_snapshot,
     bin_checkpoint,
     build_hub_cache,
+    fake_paper_config,
     serve_hub,
     snapshot_dir,
     use_hub_cache,
@@ -20,7 +21,6 @@ from hubfixtures import (
 )
 from safetensors.torch import load_file
 from snakerun import snakemake
-from test_paper_mode import fake_paper_config
 from transformers import AutoModelForCausalLM
 
 from tying.checkpoints.embeddings import load_embeddings

@@ -1,7 +1,7 @@
 """Run one matrix job's work as its workflow script does, in this process, and print its memory as JSON:
 {"base": RSS after the imports (bytes), "peak": the process's peak RSS (bytes)}.
 
-    python tests/memory_probe.py METRIC MODEL_DIR...   (alignment, knn: untied tied; evolution: checkpoints)
+    python tests/plan/memory_probe.py METRIC MODEL_DIR...   (alignment, knn: untied tied; evolution: checkpoints)
 """
 
 import json

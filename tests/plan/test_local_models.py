@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from hubfixtures import SMALL, _olmo, _seeded, tiny_tokenizer, use_hub_cache, word_tokenizer
+from hubfixtures import SMALL, _olmo, _seeded, fake_paper_config, tiny_tokenizer, use_hub_cache, word_tokenizer
 from safetensors.torch import save_file
 from snakerun import ROOT, snakemake
-from test_paper_mode import fake_paper_config
 from transformers import OlmoConfig, OlmoForCausalLM
 
 from tying.checkpoints.embeddings import load_embeddings
@@ -54,7 +53,7 @@ def local_pair(models, **paths):
 
 
 def local_config(corpus, models, **paths):
-    """configs/paper.yaml's miniature (test_paper_mode) with its one pair `mine` of local directories."""
+    """configs/paper.yaml's miniature (hubfixtures.fake_paper_config) with its one pair `mine` of local directories."""
     config = fake_paper_config(corpus)
     config["pairs"] = {"mine": local_pair(models, **paths)}
     config["figures"] = {"fig1": "mine", "fig2": "mine"}
