@@ -107,13 +107,21 @@ def _config(**scaling):
 
 def test_a_sizes_own_learning_rate_is_its_cells_train_lr_and_reaches_its_runs():
     config = load("configs/width.yaml")
-    config["scaling"]["sizes"][1].pop("lr")
+    sizes = config["scaling"]["sizes"]
+    plain = sizes[1]
+    plain.pop("lr")  # a size without its own lr trains at train.lr
     config = prepared(passed=config, replace=True).config
-    assert config["architectures"]["d48_l3_s6000"]["train"] == {"steps": 6000, "checkpoints": [0, 6000], "lr": 0.0057}
-    assert "lr" not in config["architectures"]["d96_l3_s6000"]["train"]
-    assert [run_params(config, "d48_l3_s6000", v)["lr"] for v in ("tied", "untied")] == [0.0057, 0.0057]
-    assert run_params(config, "d384_l3_s6000", "tied")["lr"] == 0.002
-    assert run_params(config, "d96_l3_s6000", "tied")["lr"] == config["train"]["lr"] == 0.004
+    cells = {(c.hidden_size, c.layers): c for c in grid.cells(config)}
+    plain_cell = cells[plain["hidden_size"], plain["layers"]].name
+    assert "lr" not in config["architectures"][plain_cell]["train"]
+    assert run_params(config, plain_cell, "tied")["lr"] == config["train"]["lr"]
+    own = [size for size in sizes if "lr" in size]
+    assert any(size["lr"] != config["train"]["lr"] for size in own)  # else the two could not be told apart
+    for size in own:
+        cell = cells[size["hidden_size"], size["layers"]]
+        train = {"steps": cell.steps, "checkpoints": list(cell.checkpoints), "lr": size["lr"]}
+        assert config["architectures"][cell.name]["train"] == train
+        assert [run_params(config, cell.name, v)["lr"] for v in ("tied", "untied")] == [size["lr"], size["lr"]]
 
 
 @pytest.mark.parametrize(
@@ -391,16 +399,15 @@ def test_the_figure_draws_the_tables_gaps_per_lens_and_the_residual_share(tmp_pa
 # --- configs/width.yaml -------------------------------------------------------------------------------------------
 def test_the_width_config_trains_each_width_at_three_layers_tied_and_untied_with_every_lens_check():
     config = load("configs/width.yaml")
-    cells = grid.cells(config)
-    assert [(c.hidden_size, c.layers, c.heads, c.intermediate_size) for c in cells] == [
-        (48, 3, 2, 192),
-        (96, 3, 4, 384),
-        (192, 3, 8, 768),
-        (384, 3, 16, 1536),
-    ]
-    assert all(c.scaled == () and c.lens and c.lens_reference and c.seeds == (0, 1, 2) for c in cells)
+    cells, head_dim = grid.cells(config), config["scaling"]["head_dim"]
+    assert [c.hidden_size for c in cells] == sorted({s["hidden_size"] for s in config["scaling"]["sizes"]})
+    assert {c.layers for c in cells} == {3}
+    assert all(c.heads == c.hidden_size // head_dim and c.intermediate_size == 4 * c.hidden_size for c in cells)
+    assert all(
+        c.scaled == () and c.lens and c.lens_reference and c.seeds == tuple(config["scaling"]["seeds"]) for c in cells
+    )
     assert config["scaling"]["c3_by_width"] and config["corpus"]["source"] == "docstrings"
-    assert config["lens_budget"] == {"procedures": ["tuned_lens"], "steps": [250, 500]}
+    assert config["lens_budget"]["procedures"] == ["tuned_lens"]
 
 
 def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study(tmp_path):
@@ -408,9 +415,13 @@ def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study
     result = snakemake(tmp_path, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result)
-    runs = 4 * 2 * 3
+    scaling = load("configs/width.yaml")["scaling"]
+    widths, seeds = len(scaling["sizes"]), len(scaling["seeds"])
+    runs = widths * 2 * seeds  # tied and untied
     assert jobs["train"] == jobs["lens"] == jobs["lens_budget"] == jobs["residual_share"] == runs
-    assert jobs["lens_convergence"] == 4 * 2 and jobs["cell_claims"] == 4 and jobs["quality"] == 4 * 3
+    assert (
+        jobs["lens_convergence"] == widths * 2 and jobs["cell_claims"] == widths and jobs["quality"] == widths * seeds
+    )
     assert jobs["c3_by_width_table"] == jobs["c3_by_width_figure"] == 1
     assert not {"lens_budget_table", "c3_by_depth_table", "scaling"} & set(jobs)
     swept = set(re.findall(r"wildcards: arch=(\w+), variant=(\w+), seed=(\d+), step=(\d+)", result.stdout))

@@ -73,15 +73,14 @@ def test_the_shipped_grids_cells_are_those_of_every_size_naming_the_shared_steps
     assert grid.cells(moved) == grid.cells(config)
 
 
-def test_the_cpu_grids_cells_are_unchanged():
+def test_the_cpu_grid_crosses_each_size_with_the_shared_steps_axis():
+    scaling = load("configs/scaling.yaml")["scaling"]
     cells = grid.cells(load("configs/scaling.yaml"))
-    assert [(c.name, c.checkpoints, c.lens_reference) for c in cells] == [
-        ("d48_l2_s300", (0, 300), True),
-        ("d48_l2_s1500", (0, 1500), False),
-        ("d96_l3_s300", (0, 300), False),
-        ("d96_l3_s1500", (0, 1500), False),
-        ("d192_l5_s300", (0, 300), False),
-    ]
+    crossed = [grid.cell_name(s["hidden_size"], s["layers"], n) for s in scaling["sizes"] for n in scaling["steps"]]
+    assert [c.name for c in cells] == [name for name in crossed if name not in scaling["exclude"]]
+    fractions = scaling["checkpoint_fractions"]
+    assert [c.checkpoints for c in cells] == [tuple(round(f * c.steps) for f in fractions) for c in cells]
+    assert [c.name for c in cells if c.lens_reference] == scaling["lens_reference"]
 
 
 @pytest.mark.parametrize(
@@ -99,9 +98,14 @@ def test_c3_by_depth_needs_one_lens_cell_a_depth(scaling, message):
 
 def test_the_depth_config_trains_each_depth_tied_and_untied_on_its_own_steps_with_every_lens_check():
     config = load("configs/depth.yaml")
-    cells = grid.cells(config)
-    assert [(c.hidden_size, c.layers) for c in cells] == [(96, 2), (96, 3), (96, 6), (96, 12)]
-    assert all(c.scaled == () and c.lens and c.lens_reference and c.seeds == (0, 1, 2) for c in cells)
+    cells, sizes = grid.cells(config), config["scaling"]["sizes"]
+    assert [(c.hidden_size, c.layers, c.steps) for c in cells] == [
+        (s["hidden_size"], s["layers"], n) for s in sizes for n in s["steps"]
+    ]
+    assert len({c.hidden_size for c in cells}) == 1 and len({c.layers for c in cells}) == len(cells)  # depth alone
+    assert all(
+        c.scaled == () and c.lens and c.lens_reference and c.seeds == tuple(config["scaling"]["seeds"]) for c in cells
+    )
     assert [c.steps for c in cells] == sorted((c.steps for c in cells), reverse=True)  # deeper: fewer steps
     assert config["scaling"]["c3_by_depth"] and config["corpus"]["source"] == "docstrings"
 

@@ -28,16 +28,17 @@ def test_the_dose_grids_runs_differ_only_in_input_grad_scale():
     config = _dose_config()
     variants = scaled_variants(config, "main")
     doses = {v: run_params(config, "olmo", v)["input_grad_scale"] for v in variants}
-    assert sorted(doses.values()) == [0.5, 1.0, 2.0, 5.0, 10.0] and doses["tied"] == 1.0
+    assert len(set(doses.values())) == len(doses) > 2 and doses["tied"] == 1.0  # a dose a run, the tied run's 1
     tied = run_params(config, "olmo", "tied")
     for variant in variants:
         params = run_params(config, "olmo", variant)
         assert {k for k in tied if params[k] != tied[k]} == ({"input_grad_scale"} if variant != "tied" else set())
         assert params.keys() == tied.keys()
     # every dose of a seed trains on the seed's batches (one run shape) from the tied variants' shared start
-    assert token_set_runs(config, "main", 1) == [(1, 1000, 16, 64)]
+    train = config["train"]
+    assert token_set_runs(config, "main", 1) == [(1, train["steps"], train["batch_size"], config["model"]["seq_len"])]
     runs = trained_runs(config, ["main"])
-    assert sorted(runs) == sorted(("olmo", v, s) for v in [*variants, "untied"] for s in SEEDS)
+    assert sorted(runs) == sorted(("olmo", v, s) for v in [*variants, "untied"] for s in config["seeds"])
 
 
 def test_a_dose_table_needs_a_pair_with_scaled_variants():
@@ -123,8 +124,8 @@ def test_a_dry_run_plans_the_dose_table_from_every_doses_runs(tmp_path):
     config = {k: v for k, v in load("configs/dose.yaml").items() if k != "workdir"}
     result = snakemake(tmp_path, "-n", "figures/c7_dose.pdf", config=config)
     assert result.returncode == 0, result.stderr
-    for variant in ("tied", "tied_x0_5", "tied_x2", "tied_x5", "tied_x10"):
-        for seed in SEEDS:
+    for variant in scaled_variants(_dose_config(), "main"):
+        for seed in config["seeds"]:
             assert f"results/train/olmo/{variant}/seed{seed}/provenance.parquet" in result.stdout
     assert "rule lens:" not in result.stdout
 

@@ -17,6 +17,7 @@ from tying.claims import verdicts
 from tying.metrics.norm_frequency import norm_frequency_frame
 from tying.plan.config import prepared
 from tying.plan.decay import checkpoint_level, learning_rates, no_gradient_level, total_decay, weight_decay_for
+from tying.plan.grid import cells
 from tying.plan.run_params import run_params
 from tying.plan.run_spec import RunSpec
 from tying.train.loop import build
@@ -105,10 +106,12 @@ def test_run_params_resolve_train_total_decay_into_the_runs_weight_decay():
     """The train rule's params carry the resolved weight decay, so the job needs nothing else: the total over
     the run's own schedule is the target; without train.total_decay, train.weight_decay as given."""
     config = prepared("configs/trained-decay.yaml").config
-    run = run_params(config, "d96_l3_s6000", "untied")
+    (cell,) = cells(config)
+    run = run_params(config, cell.name, "untied")
     unit = RunSpec.from_dict({**run, "seed": 0, "vocab_size": 8, "eos_id": 0})
     assert total_decay(unit) == pytest.approx(PAPER_TOTAL_DECAY, abs=1e-9) and run["weight_decay"] < 0.1
-    assert run_params(prepared().config, "olmo", "untied")["weight_decay"] == 0.1
+    default = prepared().config
+    assert run_params(default, "olmo", "untied")["weight_decay"] == default["train"]["weight_decay"]
 
 
 def test_checkpoint_level_reads_the_runs_training_record(tmp_path):
