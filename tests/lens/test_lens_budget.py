@@ -29,6 +29,7 @@ from tying.lens.unembed import Readout, stacked_states, token_windows
 from tying.plan import lens_budget
 from tying.plan.config import prepared
 from tying.plan.layers import load
+from tying.plan.runs import schedule
 from tying.report.figures.lens_budget import plot_lens_budget
 from tying.stats import mean_ci
 
@@ -368,10 +369,12 @@ def test_comparisons_take_each_runs_seed_offset_step_and_own_seeds_and_sweep_a_s
         + ["untied_steps"] * 3
     )
     first = {c["comparison"]: c for c in comps if c["seed"] == 2}
-    cell = "d96_l3_s6000"
-    assert first["tying"]["a"] == (cell, "tied", 2, 6000) and first["tied_seeds"]["b"] == (cell, "tied", 3, 6000)
-    assert first["untied_steps"]["a"] == (cell, "untied", 2, 3000)
-    assert first["matched_null"]["b"] == (cell, "untied_b", 2, 6000) and first["data_order"]["b"][1] == "untied_d"
+    specs = config["lens_budget"]["comparisons"]
+    cell, earlier = specs["tying"]["a"]["arch"], specs["untied_steps"]["a"]["step"]
+    final = schedule(config, cell).final
+    assert first["tying"]["a"] == (cell, "tied", 2, final) and first["tied_seeds"]["b"] == (cell, "tied", 3, final)
+    assert first["untied_steps"]["a"] == (cell, "untied", 2, earlier) and earlier < final
+    assert first["matched_null"]["b"] == (cell, "untied_b", 2, final) and first["data_order"]["b"][1] == "untied_d"
     runs = lens_budget.sweep_runs(config)
     assert len(runs) == len(set(runs)) == 17  # tied 0-3, untied 0-3 at 6000 and 0-2 at 3000, untied_b, untied_d 0-2
 
