@@ -146,7 +146,7 @@ def main():
         seconds = jobs.loc[jobs.stage == stage, "seconds"]
         if len(seconds):
             print(f"{stage}: {seconds.mean():.1f} s per job (min {seconds.min():.1f}, max {seconds.max():.1f})")
-    (one_cpu, one_wall), (two, _) = gemm_peak(1), gemm_peak(2)
+    (one_wall, one_cpu), (two, _) = gemm_peak(1), gemm_peak(2)
     print(
         f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
         f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads"
