@@ -11,6 +11,7 @@ and untied output sharing most structure, the untied input less.
     .venv/bin/python benchmarks/analysis_bench.py --vocab 8192 --dim 512
     .venv/bin/python benchmarks/analysis_bench.py --record [NOTE]  # append the figures to benchmarks/records.csv
 """
+
 import argparse
 import json
 import os
@@ -20,16 +21,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+import records
 import torch
+import train_bench
 from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
-import records
-import train_bench
-
-from tying.metrics.alignment import alignment_frame
 from tying.checkpoints.embeddings import load_embeddings
+from tying.metrics.alignment import alignment_frame
 from tying.metrics.knn_overlap import knn_frame
 
 PAD_ROWS = 24  # OLMo: 50280 real tokens padded to 50304 rows
@@ -103,11 +103,15 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         input_u, output_u, tied = synthetic_matrices(v, d)
-        write_checkpoint(Path(tmp, "untied"), {"model.embed_tokens.weight": input_u, "lm_head.weight": output_u}, False, v)
+        write_checkpoint(
+            Path(tmp, "untied"), {"model.embed_tokens.weight": input_u, "lm_head.weight": output_u}, False, v
+        )
         write_checkpoint(Path(tmp, "tied"), {"model.embed_tokens.weight": tied}, True, v)
         del input_u, output_u, tied
         print(f"synthetic checkpoints written (peak RSS {rss_gb():.2f} GB)", flush=True)
-        (untied_e, tied_e), _ = timed("load", lambda: (load_embeddings(Path(tmp, "untied")), load_embeddings(Path(tmp, "tied"))))
+        (untied_e, tied_e), _ = timed(
+            "load", lambda: (load_embeddings(Path(tmp, "untied")), load_embeddings(Path(tmp, "tied")))
+        )
 
     peak = gemm_peak()
     print(f"fp32 GEMM peak (2048^3): {peak:.0f} GFLOP/s", flush=True)
@@ -116,23 +120,30 @@ def main():
         frame = alignment_frame(untied_e, tied_e)
         means = frame.groupby(["scored", "target", "comparison", "map"], sort=False)["cosine"].mean().unstack()
         linear = frame[(frame["map"] == "linear") & (frame["scored"] == "in_sample")]
-        hists = {key: np.histogram(g["cosine"], bins=50, range=(-1, 1))[0]
-                 for key, g in linear.groupby(["comparison", "target"])}
+        hists = {
+            key: np.histogram(g["cosine"], bins=50, range=(-1, 1))[0]
+            for key, g in linear.groupby(["comparison", "target"])
+        }
         return means, hists
 
-    (means, _), align_s = timed("Table 1 + Figure 1 (3 maps x 3 comparisons; in sample, held out, chance)",
-                                table1_and_figure1)
+    (means, _), align_s = timed(
+        "Table 1 + Figure 1 (3 maps x 3 comparisons; in sample, held out, chance)", table1_and_figure1
+    )
     print(means.round(3).to_string())
     # GEMM work, in units of V d^2 multiply-adds x 2: cross products of 3 comparisons, true and permuted (12),
     # two Grams (4), the stacked orthogonal + linear maps applied to 1.2 V rows, true and permuted (3 x 4 x 2.4).
     bound = (12 + 4 + 3 * 4 * 2.4) * v * d**2 / (peak * 1e9)
     print(f"  GEMM lower bound {bound:.1f} s at {peak:.0f} GFLOP/s; ratio {align_s / bound:.2f} (target <= 1.3)")
-    figures = [("Table 1 + Figure 1", round(align_s, 1), "s"),
-               ("Table 1 + Figure 1 / GEMM bound", round(align_s / bound, 2), "")]
+    figures = [
+        ("Table 1 + Figure 1", round(align_s, 1), "s"),
+        ("Table 1 + Figure 1 / GEMM bound", round(align_s / bound, 2), ""),
+    ]
 
     options = dict(sketch_dim=args.sketch_dim, candidates=args.candidates, power_iters=args.power_iters)
-    approx, approx_s = timed(f"approximate KNN@{args.k} (sketch {args.sketch_dim}, {args.candidates} candidates)",
-                             lambda: knn_frame(untied_e, tied_e, ks=(args.k,), approximate=True, **options))
+    approx, approx_s = timed(
+        f"approximate KNN@{args.k} (sketch {args.sketch_dim}, {args.candidates} candidates)",
+        lambda: knn_frame(untied_e, tied_e, ks=(args.k,), approximate=True, **options),
+    )
     approx = approx.groupby("comparison")[["overlap", "null_overlap", "chance"]].mean()
     print(approx.round(4).to_string())
     print(f"  target <= 60 s: {'ok' if approx_s <= 60 else 'MISSED'}")
@@ -148,9 +159,11 @@ def main():
         print(f"  lower bound 3*2*V^2*d/peak = {bound:.1f} s; ratio {exact_s / bound:.2f} (target <= 1.2)")
         diff = (exact["overlap"] - approx["overlap"]).abs().max()
         print(f"  approximate vs exact: max |overlap diff| = {diff:.4f} (target <= 0.005)")
-        figures += [(f"exact KNN@{args.k}", round(exact_s, 1), "s"),
-                    (f"exact KNN@{args.k} / GEMM bound", round(exact_s / bound, 2), ""),
-                    ("approximate against exact overlap", round(diff, 4), "max |diff|")]
+        figures += [
+            (f"exact KNN@{args.k}", round(exact_s, 1), "s"),
+            (f"exact KNN@{args.k} / GEMM bound", round(exact_s / bound, 2), ""),
+            ("approximate against exact overlap", round(diff, 4), "max |diff|"),
+        ]
     print(f"peak RSS: {rss_gb():.2f} GB (target <= 4 GB)")
     if args.record is not None:
         figures.append(("peak RSS", round(rss_gb(), 2), "GB"))

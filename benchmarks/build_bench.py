@@ -20,6 +20,7 @@ Budgets are stated for the faster 2-core class at a 1-thread peak of REFERENCE_P
 job-seconds (job-seconds x this machine's 1-thread peak / REFERENCE_PEAK) check a build on either class
 against them.
 """
+
 import argparse
 import json
 import os
@@ -28,7 +29,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
-
 import records
 from train_bench import flops_per_token, gemm_peak
 
@@ -56,21 +56,38 @@ def job_table(root):
         if cost is None:
             continue
         seconds, end = float(cost["seconds"]), path.stat().st_mtime
-        rows.append({"stage": stage_of(path, root), "job": str(path.relative_to(root)), "seconds": seconds,
-                     "cpu_seconds": float(cost["cpu_seconds"]), "peak_mb": float(cost["peak_mb"]),
-                     "start": end - seconds, "end": end})
+        rows.append(
+            {
+                "stage": stage_of(path, root),
+                "job": str(path.relative_to(root)),
+                "seconds": seconds,
+                "cpu_seconds": float(cost["cpu_seconds"]),
+                "peak_mb": float(cost["peak_mb"]),
+                "start": end - seconds,
+                "end": end,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def stage_table(jobs):
     """Jobs, job-seconds, mean seconds per job, CPU seconds and the largest job's peak memory (MB) per stage
     (every stage of STAGES, then any other folder), and the total."""
-    table = jobs.groupby("stage").agg(jobs=("job", "size"), job_seconds=("seconds", "sum"),
-                                      mean_seconds=("seconds", "mean"), cpu_seconds=("cpu_seconds", "sum"),
-                                      peak_mb=("peak_mb", "max"))
+    table = jobs.groupby("stage").agg(
+        jobs=("job", "size"),
+        job_seconds=("seconds", "sum"),
+        mean_seconds=("seconds", "mean"),
+        cpu_seconds=("cpu_seconds", "sum"),
+        peak_mb=("peak_mb", "max"),
+    )
     table = table.reindex([*STAGES, *sorted(set(table.index) - set(STAGES))], fill_value=0)
-    table.loc["total"] = [table["jobs"].sum(), table["job_seconds"].sum(), jobs["seconds"].mean(),
-                          table["cpu_seconds"].sum(), table["peak_mb"].max()]
+    table.loc["total"] = [
+        table["jobs"].sum(),
+        table["job_seconds"].sum(),
+        jobs["seconds"].mean(),
+        table["cpu_seconds"].sum(),
+        table["peak_mb"].max(),
+    ]
     table["jobs"] = table["jobs"].astype(int)
     return table
 
@@ -79,8 +96,9 @@ def cell_table(jobs):
     """Job-seconds per grid cell (rows, grid cells by name, then "(none)") and stage (columns), with each
     cell's job count and total."""
     cell = jobs["job"].map(lambda job: next((p for p in Path(job).parts if CELL.match(p)), "(none)"))
-    table = jobs.assign(cell=cell).pivot_table(index="cell", columns="stage", values="seconds", aggfunc="sum",
-                                               fill_value=0.0)
+    table = jobs.assign(cell=cell).pivot_table(
+        index="cell", columns="stage", values="seconds", aggfunc="sum", fill_value=0.0
+    )
     table = table[[s for s in STAGES if s in table.columns] + sorted(set(table.columns) - set(STAGES))]
     table.insert(0, "jobs", cell.value_counts())
     table["total"] = table.drop(columns="jobs").sum(axis=1)
@@ -120,31 +138,42 @@ def main():
     if args.cells:
         print("\njob-seconds per grid cell:")
         print(cell_table(jobs).round(0).to_string())
-    print(f"wall time: {wall:.0f} s ({'given' if args.wall else 'first job start to last job end'}); "
-          f"job-seconds / wall = {table.loc['total', 'job_seconds'] / wall:.2f} jobs running on average")
+    print(
+        f"wall time: {wall:.0f} s ({'given' if args.wall else 'first job start to last job end'}); "
+        f"job-seconds / wall = {table.loc['total', 'job_seconds'] / wall:.2f} jobs running on average"
+    )
     for stage in ("train", "lens"):
         seconds = jobs.loc[jobs.stage == stage, "seconds"]
         if len(seconds):
             print(f"{stage}: {seconds.mean():.1f} s per job (min {seconds.min():.1f}, max {seconds.max():.1f})")
     (one_wall, one_cpu), (two, _) = gemm_peak(1), gemm_peak(2)
-    print(f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
-          f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}; fp32 GEMM peak "
+        f"{one_cpu:.1f} GFLOP/s on 1 thread ({one_wall:.1f} by wall time), {two:.1f} on 2 threads"
+    )
     job_seconds = table.loc["total", "job_seconds"]
-    print(f"normalised: {job_seconds:.0f} job-seconds x {one_cpu:.1f} / {REFERENCE_PEAK:.0f} = "
-          f"{job_seconds * one_cpu / REFERENCE_PEAK:.0f} job-seconds at the faster class's peak")
+    print(
+        f"normalised: {job_seconds:.0f} job-seconds x {one_cpu:.1f} / {REFERENCE_PEAK:.0f} = "
+        f"{job_seconds * one_cpu / REFERENCE_PEAK:.0f} job-seconds at the faster class's peak"
+    )
     flops = training_flops(jobs, args.build / "results")
     floor = flops / (one_cpu * 1e9)
     if flops:
-        print(f"train floor: the runs' model FLOPs ({flops / 1e12:.1f} TFLOP) at the 1-thread peak take {floor:.0f} s; "
-              f"the train jobs' {table.loc['train', 'job_seconds']:.0f} job-seconds are "
-              f"{table.loc['train', 'job_seconds'] / floor:.2f}x that (start-up, checkpoints, cores shared)")
+        print(
+            f"train floor: the runs' model FLOPs ({flops / 1e12:.1f} TFLOP) at the 1-thread peak take {floor:.0f} s; "
+            f"the train jobs' {table.loc['train', 'job_seconds']:.0f} job-seconds are "
+            f"{table.loc['train', 'job_seconds'] / floor:.2f}x that (start-up, checkpoints, cores shared)"
+        )
     if args.record is not None:
         main_stages = ("train", "lens", "metrics")
-        figures = [("jobs", int(table.loc["total", "jobs"]), ""), ("wall time", round(wall), "s"),
-                   ("job-seconds", round(job_seconds), "s"),
-                   ("job CPU seconds", round(table.loc["total", "cpu_seconds"]), "s"),
-                   ("normalised job-seconds", round(job_seconds * one_cpu / REFERENCE_PEAK), "s at 180 GFLOP/s"),
-                   ("jobs running on average", round(job_seconds / wall, 2), "")]
+        figures = [
+            ("jobs", int(table.loc["total", "jobs"]), ""),
+            ("wall time", round(wall), "s"),
+            ("job-seconds", round(job_seconds), "s"),
+            ("job CPU seconds", round(table.loc["total", "cpu_seconds"]), "s"),
+            ("normalised job-seconds", round(job_seconds * one_cpu / REFERENCE_PEAK), "s at 180 GFLOP/s"),
+            ("jobs running on average", round(job_seconds / wall, 2), ""),
+        ]
         figures += [(f"{stage} job-seconds", round(table.loc[stage, "job_seconds"]), "s") for stage in main_stages]
         other = job_seconds - table.loc[list(main_stages), "job_seconds"].sum()
         figures.append(("other job-seconds", round(other), "s"))

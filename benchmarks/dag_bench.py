@@ -12,6 +12,7 @@ so a change of load affects both alike. Goal: at most 1.3x the trivial workflow.
 DAG: times `snakemake -n all` for --config (default configs/paper.yaml when it exists, else
 config.yaml) in an empty directory, so every job of that config is planned.
 """
+
 import argparse
 import statistics
 import subprocess
@@ -20,9 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 import records
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,8 +30,21 @@ ROOT = Path(__file__).resolve().parents[1]
 def snakemake(workdir, config, *args, snakefile=ROOT / "Snakefile", whole=False):
     """Run snakemake on `snakefile` in `workdir` with `config` (an overlay on the checkout's config.yaml, or
     with `whole` a config that replaces it); (seconds, completed process)."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir),
-           *(["--replace-workflow-config"] if whole else []), "--configfile", str(config), "--cores", "2", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(snakefile),
+        "-d",
+        str(workdir),
+        *(["--replace-workflow-config"] if whole else []),
+        "--configfile",
+        str(config),
+        "--cores",
+        "2",
+        *args,
+    ]
     t = time.perf_counter()
     result = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t
@@ -66,13 +79,17 @@ def no_op(workdir, repeats):
                 results.append(result)
             done = all("Nothing to be done" in r.stdout + r.stderr for r in results)
             base, median = statistics.median(times["trivial"]), statistics.median(times["no-op"])
-            print(f"no-op `snakemake {target}`: {median:.2f} s against {base:.2f} s for a trivial workflow "
-                  f"= {median / base:.2f}x (medians of {repeats}, alternating; "
-                  f"{'nothing to be done' if done else 'JOBS RAN: not up to date'}; goal <= 1.3x)")
+            print(
+                f"no-op `snakemake {target}`: {median:.2f} s against {base:.2f} s for a trivial workflow "
+                f"= {median / base:.2f}x (medians of {repeats}, alternating; "
+                f"{'nothing to be done' if done else 'JOBS RAN: not up to date'}; goal <= 1.3x)"
+            )
             name = "fig1" if target == "figures/fig1.pdf" else target
-            figures += [(f"no-op {target}", round(median, 2), "s"),
-                        ("trivial workflow" + ("" if name == "fig1" else f", {name}'s runs"), round(base, 2), "s"),
-                        (f"{name} / trivial", round(median / base, 2), "")]
+            figures += [
+                (f"no-op {target}", round(median, 2), "s"),
+                ("trivial workflow" + ("" if name == "fig1" else f", {name}'s runs"), round(base, 2), "s"),
+                (f"{name} / trivial", round(median / base, 2), ""),
+            ]
     return figures
 
 

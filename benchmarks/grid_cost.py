@@ -19,6 +19,7 @@ metric job-seconds over 59 jobs), 7 a seed (the claims metrics and the token set
 a cell; the data jobs (corpus, tokenizer, tokens) are
 not estimated here (the docstrings corpus read alone took about 4 minutes, docs/pipeline.md).
 """
+
 import argparse
 import json
 import resource
@@ -30,19 +31,18 @@ import time
 from pathlib import Path
 
 import numpy as np
+import records
 import torch
+import train_bench
 import transformers
 import yaml
 
-import records
-import train_bench
-
-from tying.plan.grid import cells
-from tying.lens.fitting import train_lens
-from tying.train.models import build_model, init_seed, run_config
-from tying.plan.claims import CLAIMS_METRICS
 from tying.data.tokenizer import save, train_bpe
+from tying.lens.fitting import train_lens
+from tying.plan.claims import CLAIMS_METRICS
+from tying.plan.grid import cells
 from tying.plan.run_spec import RunSpec
+from tying.train.models import build_model, init_seed, run_config
 
 METRIC_JOB_S = 2.7  # the default build's metric jobs, mean seconds (benchmarks/records.csv, build_bench)
 METRIC_JOBS_PER_SEED = len(CLAIMS_METRICS) + 1  # + the pair's token set
@@ -62,7 +62,8 @@ tokenizer = transformers.AutoTokenizer.from_pretrained(sys.argv[1])
 t.append(time.process_time())
 spec = RunSpec.from_dict(json.loads(sys.argv[2]))
 model, tap, opt, sched = build(spec, "cpu")
-val = eval_batches(torch.randint(0, spec.vocab_size, (100_000,)).numpy(), spec.eval_batches, spec.batch_size, spec.seq_len)
+tokens = torch.randint(0, spec.vocab_size, (100_000,)).numpy()
+val = eval_batches(tokens, spec.eval_batches, spec.batch_size, spec.seq_len)
 t.append(time.process_time())
 save_checkpoint(spec, model, opt, sched, tokenizer, val, "cpu", 0, [], [], Path(sys.argv[3]) / "state.pt",
             Path(sys.argv[3]) / "exports")
@@ -88,12 +89,28 @@ def child_cpu(cmd, repeats=3):
 
 def spec_for(cell, config, tied, steps):
     train = config["train"]
-    return RunSpec(family="olmo", vocab_size=cell.vocab_size, eos_id=0, hidden_size=cell.hidden_size,
-                   layers=cell.layers, heads=cell.heads, intermediate_size=cell.intermediate_size,
-                   seq_len=cell.seq_len, tied=tied, input_grad_scale=1.0, seed=0, steps=steps,
-                   batch_size=cell.batch_size, lr=train["lr"], warmup=train["warmup"], min_lr_ratio=0.1,
-                   weight_decay=0.1, grad_clip=1.0, checkpoints=cell.checkpoints,
-                   eval_batches=train.get("eval_batches", 8))
+    return RunSpec(
+        family="olmo",
+        vocab_size=cell.vocab_size,
+        eos_id=0,
+        hidden_size=cell.hidden_size,
+        layers=cell.layers,
+        heads=cell.heads,
+        intermediate_size=cell.intermediate_size,
+        seq_len=cell.seq_len,
+        tied=tied,
+        input_grad_scale=1.0,
+        seed=0,
+        steps=steps,
+        batch_size=cell.batch_size,
+        lr=train["lr"],
+        warmup=train["warmup"],
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        grad_clip=1.0,
+        checkpoints=cell.checkpoints,
+        eval_batches=train.get("eval_batches", 8),
+    )
 
 
 def step_cost(spec, ids, steps):
@@ -111,8 +128,12 @@ def step_cost(spec, ids, steps):
 def lens_step_cost(spec, ids, lens_cfg, steps):
     """CPU seconds per tuned-lens step on a freshly initialised, frozen model of `spec`'s shape."""
     model = build_model(run_config(spec), init_seed(0, True)).eval().requires_grad_(False)
-    kwargs = dict(seq_len=lens_cfg["seq_len"], batch_size=lens_cfg["batch_size"], lr=lens_cfg["lr"],
-                  optimizer=lens_cfg.get("optimizer", "adam"))
+    kwargs = dict(
+        seq_len=lens_cfg["seq_len"],
+        batch_size=lens_cfg["batch_size"],
+        lr=lens_cfg["lr"],
+        optimizer=lens_cfg.get("optimizer", "adam"),
+    )
     train_lens(model, ids, steps=1, **kwargs)  # warm-up
     cpu = time.process_time()
     train_lens(model, ids, steps=steps, **kwargs)
@@ -138,28 +159,43 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         text = [Path(p).read_text(errors="ignore") for p in sorted(Path(torch.__file__).parent.rglob("*.py"))[:400]]
         save(train_bpe(text, config["tokenizer"]["vocab_size"]), Path(tmp) / "tokenizer")
-        default = next((c for c in grid if (c.hidden_size, c.layers) == (config["model"]["hidden_size"],
-                                                                        config["model"]["layers"])), grid[0])
+        default = next(
+            (
+                c
+                for c in grid
+                if (c.hidden_size, c.layers) == (config["model"]["hidden_size"], config["model"]["layers"])
+            ),
+            grid[0],
+        )
         fields = spec_for(default, config, True, default.steps).to_dict()
-        job, out = child_cpu([sys.executable, "-c", STARTUP_SCRIPT, str(Path(tmp) / "tokenizer"),
-                              json.dumps(fields), tmp])
+        job, out = child_cpu(
+            [sys.executable, "-c", STARTUP_SCRIPT, str(Path(tmp) / "tokenizer"), json.dumps(fields), tmp]
+        )
     phases = json.loads(out.strip().splitlines()[-1])
-    print(f"start-up (CPU s): interpreter {bare:.2f}; python -c 'import torch, transformers' {imports:.2f}; "
-          f"training job's fixed cost {job:.2f} at {default.name}'s shape (in process: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()) + ")")
+    print(
+        f"start-up (CPU s): interpreter {bare:.2f}; python -c 'import torch, transformers' {imports:.2f}; "
+        f"training job's fixed cost {job:.2f} at {default.name}'s shape (in process: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in phases.items())
+        + ")"
+    )
 
     shapes = {}
     for cell in grid:
         key = (cell.hidden_size, cell.layers, cell.heads, cell.intermediate_size)
         if key not in shapes:
             tied, untied = spec_for(cell, config, True, 300), spec_for(cell, config, False, 300)
-            shapes[key] = {"tied": step_cost(tied, ids, args.steps), "untied": step_cost(untied, ids, args.steps),
-                           "checkpoint": train_bench.checkpoint_cost(tied, ids, repeats=2),
-                           "lens": lens_step_cost(tied, ids, lens_cfg, args.steps),
-                           "gflops": train_bench.flops_per_token(tied) * cell.batch_size * cell.seq_len / 1e9}
+            shapes[key] = {
+                "tied": step_cost(tied, ids, args.steps),
+                "untied": step_cost(untied, ids, args.steps),
+                "checkpoint": train_bench.checkpoint_cost(tied, ids, repeats=2),
+                "lens": lens_step_cost(tied, ids, lens_cfg, args.steps),
+                "gflops": train_bench.flops_per_token(tied) * cell.batch_size * cell.seq_len / 1e9,
+            }
     windows = TRAIN_CORPUS_TOKENS // config["model"]["seq_len"]
-    header = (f"{'cell':>15} {'params':>9} {'emb':>5} {'tokens':>10} {'passes':>6} {'step s':>7} {'GFLOP/s':>7} "
-              f"{'ckpt s':>6} {'lens st':>7} {'runs':>4} {'train s':>8} {'lens s':>7} {'metric s':>8} {'cell s':>8}")
+    header = (
+        f"{'cell':>15} {'params':>9} {'emb':>5} {'tokens':>10} {'passes':>6} {'step s':>7} {'GFLOP/s':>7} "
+        f"{'ckpt s':>6} {'lens st':>7} {'runs':>4} {'train s':>8} {'lens s':>7} {'metric s':>8} {'cell s':>8}"
+    )
     print(header)
     totals = {"train": 0.0, "lens": 0.0, "metrics": 0.0}
     longest = 0.0
@@ -174,17 +210,23 @@ def main():
         longest = max(longest, run(max(s["tied"], s["untied"])) + (lens_job if cell.lens else 0))
         for key, value in (("train", train), ("lens", lens), ("metrics", metrics)):
             totals[key] += value
-        print(f"{cell.name:>15} {sum(cell.params()):>9,} {cell.embedding_share():>5.0%} {cell.tokens:>10,} "
-              f"{cell.steps * cell.batch_size / windows:>6.3f} {s['tied']:>7.3f} {s['gflops'] / s['tied']:>7.1f} "
-              f"{s['checkpoint']:>6.2f} {s['lens']:>7.3f} {n_seeds * (2 + n_scaled):>4} {train:>8.0f} {lens:>7.0f} "
-              f"{metrics:>8.0f} {train + lens + metrics:>8.0f}")
+        print(
+            f"{cell.name:>15} {sum(cell.params()):>9,} {cell.embedding_share():>5.0%} {cell.tokens:>10,} "
+            f"{cell.steps * cell.batch_size / windows:>6.3f} {s['tied']:>7.3f} {s['gflops'] / s['tied']:>7.1f} "
+            f"{s['checkpoint']:>6.2f} {s['lens']:>7.3f} {n_seeds * (2 + n_scaled):>4} {train:>8.0f} {lens:>7.0f} "
+            f"{metrics:>8.0f} {train + lens + metrics:>8.0f}"
+        )
     total = sum(totals.values())
-    print(f"total: {total:,.0f} job-seconds (train {totals['train']:,.0f}, lens {totals['lens']:,.0f}, metrics "
-          f"{totals['metrics']:,.0f}; data jobs not included) = {total / 120:.1f} min at 2 parallel jobs if perfectly "
-          f"packed; longest single chain (one run, then its lens) {longest:,.0f} s")
+    print(
+        f"total: {total:,.0f} job-seconds (train {totals['train']:,.0f}, lens {totals['lens']:,.0f}, metrics "
+        f"{totals['metrics']:,.0f}; data jobs not included) = {total / 120:.1f} min at 2 parallel jobs if perfectly "
+        f"packed; longest single chain (one run, then its lens) {longest:,.0f} s"
+    )
     cheapest = min(grid, key=lambda c: run_cost(c, shapes, job))
-    print(f"the training job's fixed cost ({job:.1f} s) is {job / run_cost(cheapest, shapes, job):.0%} of the grid's "
-          f"cheapest run ({cheapest.name}, tied: {run_cost(cheapest, shapes, job):.1f} s)")
+    print(
+        f"the training job's fixed cost ({job:.1f} s) is {job / run_cost(cheapest, shapes, job):.0%} of the grid's "
+        f"cheapest run ({cheapest.name}, tied: {run_cost(cheapest, shapes, job):.1f} s)"
+    )
     if args.record is not None:
         figures = [("estimated job-seconds", round(total), "s")]
         figures += [(f"estimated {key} job-seconds", round(value), "s") for key, value in totals.items()]

@@ -21,6 +21,7 @@ Usage: .venv/bin/python benchmarks/lens_speed.py [--build BUILD] [--steps 60] [-
 --src DIR times DIR's code (its src/ first on the path, its config.yaml's recipe) instead of this checkout's.
 --record [NOTE] appends the figures to benchmarks/records.csv (benchmarks/records.py).
 """
+
 import argparse
 import json
 import os
@@ -62,8 +63,15 @@ def synthetic_model(tokens):
 
     if not MODEL_DIR.exists():
         torch.manual_seed(0)
-        config = OlmoConfig(vocab_size=VOCAB, hidden_size=96, num_hidden_layers=3, num_attention_heads=4,
-                            intermediate_size=384, max_position_embeddings=SEQ, tie_word_embeddings=True)
+        config = OlmoConfig(
+            vocab_size=VOCAB,
+            hidden_size=96,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=384,
+            max_position_embeddings=SEQ,
+            tie_word_embeddings=True,
+        )
         model = AutoModelForCausalLM.from_config(config)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
         rng = np.random.default_rng(0)
@@ -96,8 +104,8 @@ def step_benchmark(args, code):
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from tying.lens.fitting import recipe, train_lens
-    from tying.runtime import configure
     from tying.lens.unembed import product_dtype
+    from tying.runtime import configure
     from tying.train.models import frozen_model
 
     configure(args.threads)
@@ -117,7 +125,7 @@ def step_benchmark(args, code):
     weight = model.get_output_embeddings().weight.detach().to(dtype)
     n_blocks = model.config.num_hidden_layers
     z, g = torch.randn(n_tokens, d, dtype=dtype), torch.randn(n_tokens, len(weight), dtype=dtype)
-    ids = torch.from_numpy(np.asarray(train[: n_tokens], dtype=np.int64)).reshape(cfg["batch_size"], -1)
+    ids = torch.from_numpy(np.asarray(train[:n_tokens], dtype=np.int64)).reshape(cfg["batch_size"], -1)
     timings, clock = [], {"resume": time.process_time()}
 
     def after_step(optimizer, *_):
@@ -137,22 +145,32 @@ def step_benchmark(args, code):
     bound = (n_blocks + 1) * forward + n_blocks * back
     flops = 2 * n_tokens * d * len(weight)
     peak = gemm_peak()
-    print(f"{code.name or code}: recipe {recipe({**cfg, 'steps': args.steps})}, {args.threads} thread(s), "
-          f"model {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    print(
+        f"{code.name or code}: recipe {recipe({**cfg, 'steps': args.steps})}, {args.threads} thread(s), "
+        f"model {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
+    )
     print(f"  lens step            {step * 1e3:7.1f} ms (median of {len(timings) - len(timings) // 5} steps)")
-    print(f"  seven-product bound  {bound * 1e3:7.1f} ms ({n_blocks + 1} x {forward * 1e3:.2f} forward + {n_blocks} x "
-          f"{back * 1e3:.2f} back, {str(dtype).removeprefix('torch.')}, at {flops / forward / 1e9:.0f} / "
-          f"{flops / back / 1e9:.0f} GFLOP/s)")
+    print(
+        f"  seven-product bound  {bound * 1e3:7.1f} ms ({n_blocks + 1} x {forward * 1e3:.2f} forward + {n_blocks} x "
+        f"{back * 1e3:.2f} back, {str(dtype).removeprefix('torch.')}, at {flops / forward / 1e9:.0f} / "
+        f"{flops / back / 1e9:.0f} GFLOP/s)"
+    )
     print(f"  ratio                {step / bound:7.2f}")
-    print(f"  model forward        {states * 1e3:7.1f} ms (its states; outside the bound): step / (bound + forward) "
-          f"{step / (bound + states):.2f}")
+    print(
+        f"  model forward        {states * 1e3:7.1f} ms (its states; outside the bound): step / (bound + forward) "
+        f"{step / (bound + states):.2f}"
+    )
     print(f"  fp32 GEMM peak       {peak:7.1f} GFLOP/s on 1 thread (2048^3, CPU time)")
     if args.record is not None:
-        figures = [("lens step", round(step * 1e3, 1), "ms"), ("seven-product bound", round(bound * 1e3, 1), "ms"),
-                   ("step / bound", round(step / bound, 2), ""), ("model forward", round(states * 1e3, 1), "ms"),
-                   ("step / (bound + forward)", round(step / (bound + states), 2), ""),
-                   ("readout forward product", round(flops / forward / 1e9), "GFLOP/s"),
-                   ("readout backward product", round(flops / back / 1e9), "GFLOP/s")]
+        figures = [
+            ("lens step", round(step * 1e3, 1), "ms"),
+            ("seven-product bound", round(bound * 1e3, 1), "ms"),
+            ("step / bound", round(step / bound, 2), ""),
+            ("model forward", round(states * 1e3, 1), "ms"),
+            ("step / (bound + forward)", round(step / (bound + states), 2), ""),
+            ("readout forward product", round(flops / forward / 1e9), "GFLOP/s"),
+            ("readout backward product", round(flops / back / 1e9), "GFLOP/s"),
+        ]
         setting = f"step, {str(dtype).removeprefix('torch.')} products{'' if args.build else ', synthetic model'}"
         records.append(figures, peak=peak, setting=setting, note=args.record)
 
@@ -166,12 +184,20 @@ def job_benchmark(args):
     for _ in range(args.repeats):
         for code in codes:
             with tempfile.TemporaryDirectory() as out:
-                spec = {"code": str(code), "model": str(model), "tokens": str(tokens), "out": out,
-                        "threads": args.threads}
+                spec = {
+                    "code": str(code),
+                    "model": str(model),
+                    "tokens": str(tokens),
+                    "out": out,
+                    "threads": args.threads,
+                }
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 wall = time.perf_counter()
-                subprocess.run([sys.executable, __file__, "--run-job", json.dumps(spec)], check=True,
-                               env={**os.environ, "PYTHONPATH": str(code / "src")})
+                subprocess.run(
+                    [sys.executable, __file__, "--run-job", json.dumps(spec)],
+                    check=True,
+                    env={**os.environ, "PYTHONPATH": str(code / "src")},
+                )
                 wall = time.perf_counter() - wall
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -187,10 +213,16 @@ def job_benchmark(args):
     if args.old:
         ratio = np.median(seconds[ROOT]) / np.median(seconds[codes[1]])
         print(f"new / old: {ratio:.2f}")
-        old = subprocess.run(["git", "-C", str(args.old), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip() or args.old.name
-        figures += [(f"lens job, {old}", round(np.median(seconds[codes[1]]), 1), "s CPU"),
-                    (f"this / {old}", round(ratio, 2), "")]
+        old = (
+            subprocess.run(
+                ["git", "-C", str(args.old), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            ).stdout.strip()
+            or args.old.name
+        )
+        figures += [
+            (f"lens job, {old}", round(np.median(seconds[codes[1]]), 1), "s CPU"),
+            (f"this / {old}", round(ratio, 2), ""),
+        ]
     if args.record is not None:
         records.append(figures, peak=peak, setting="lens job", note=args.record)
 
@@ -205,13 +237,24 @@ def run_job(spec):
     code, out, tokens = Path(spec["code"]), Path(spec["out"]), Path(spec["tokens"])
     cfg = yaml.safe_load((code / "config.yaml").read_text())["lens"]
     cfg = {"dtype": "float32", "device": "cpu", "threads": 1, **cfg}
-    files = {"model": spec["model"], "train": str(tokens / "train.json"), "val": str(tokens / "val.json"),
-             "meta": str(tokens / "meta.json")}
-    outputs = {"metric": str(out / "lens.parquet"), "weights": str(out / "lens.safetensors"),
-               "windows": str(out / "windows.parquet")}
+    files = {
+        "model": spec["model"],
+        "train": str(tokens / "train.json"),
+        "val": str(tokens / "val.json"),
+        "meta": str(tokens / "meta.json"),
+    }
+    outputs = {
+        "metric": str(out / "lens.parquet"),
+        "weights": str(out / "lens.safetensors"),
+        "windows": str(out / "windows.parquet"),
+    }
     snakemake = SimpleNamespace(
-        input=_Named(files), output=_Named(outputs), log=[str(out / "lens.log")], threads=spec["threads"],
-        params=SimpleNamespace(lens=cfg, ids={"pair": "main", "role": "tied", "model": "olmo_tied", "seed": 0}))
+        input=_Named(files),
+        output=_Named(outputs),
+        log=[str(out / "lens.log")],
+        threads=spec["threads"],
+        params=SimpleNamespace(lens=cfg, ids={"pair": "main", "role": "tied", "model": "olmo_tied", "seed": 0}),
+    )
     runpy.run_path(str(code / "workflow" / "scripts" / "lens.py"), init_globals={"snakemake": snakemake})
 
 

@@ -8,6 +8,7 @@ measure several things (a regime, a dtype, a run), `figure` the quantity. The sc
 with `--record` (`append`), stamped with today's date, the checkout's commit, the machine class read from
 /proc/cpuinfo, the 1-thread fp32 GEMM peak the script measured and the load average.
 """
+
 import argparse
 import csv
 import datetime
@@ -19,14 +20,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "benchmarks" / "records.csv"
-FIELDS = ("date", "commit", "script", "machine", "peak_gflops", "setting", "figure", "value", "unit", "command",
-          "note")
+FIELDS = ("date", "commit", "script", "machine", "peak_gflops", "setting", "figure", "value", "unit", "command", "note")
 FASTER = "faster: Intel Xeon AMX/AVX512-BF16"
 SLOWER_BF16 = "slower: AMD EPYC with AVX512-BF16"
 SLOWER_NO_AVX512 = "slower: AMD EPYC without AVX-512"
 CLASSES = (FASTER, SLOWER_BF16, SLOWER_NO_AVX512)  # the table's classes, in its order
-SCRIPTS = ("train_bench.py", "lens_speed.py", "lens_convergence.py", "tuned_lens_check.py", "regime.py", "build_bench.py", "dag_bench.py",
-           "analysis_bench.py", "hub_fetch_bench.py", "grid_cost.py", "ad hoc")  # the table's order
+SCRIPTS = (
+    "train_bench.py",
+    "lens_speed.py",
+    "lens_recipes.py",
+    "tuned_lens_check.py",
+    "regime.py",
+    "build_bench.py",
+    "dag_bench.py",
+    "analysis_bench.py",
+    "hub_fetch_bench.py",
+    "grid_cost.py",
+    "ad hoc",
+)  # the table's order
 TABLE_START, TABLE_END = "<!-- records table: start -->", "<!-- records table: end -->"
 
 
@@ -50,19 +61,29 @@ def checkout_commit():
     """Short hash of HEAD, with "+" when tracked files other than the records differ from it."""
     git = ["git", "-C", str(ROOT)]
     head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            f":!{RECORDS.relative_to(ROOT)}"], capture_output=True, text=True, check=True)
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RECORDS.relative_to(ROOT)}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def add_flag(parser):
     """The scripts' --record [NOTE] option: append the figures to benchmarks/records.csv, with NOTE."""
-    parser.add_argument("--record", nargs="?", const="", metavar="NOTE",
-                        help="append the figures to benchmarks/records.csv, with an optional note")
+    parser.add_argument(
+        "--record",
+        nargs="?",
+        const="",
+        metavar="NOTE",
+        help="append the figures to benchmarks/records.csv, with an optional note",
+    )
 
 
-def append(figures, *, peak, setting="", note="", script=None, command=None, path=RECORDS, date=None, commit=None,
-           machine=None):
+def append(
+    figures, *, peak, setting="", note="", script=None, command=None, path=RECORDS, date=None, commit=None, machine=None
+):
     """Append one row per (figure, value, unit) of `figures` to `path` (its header first if it is new), each
     with `peak` (GFLOP/s, 1-thread fp32, measured by the script; None where it measures none) and `note` plus
     the load average. Script, command, date, commit and machine class default to the running script's name
@@ -79,9 +100,21 @@ def append(figures, *, peak, setting="", note="", script=None, command=None, pat
         if new:
             writer.writeheader()
         for figure, value, unit in figures:
-            writer.writerow({"date": date, "commit": commit, "script": script, "machine": machine,
-                             "peak_gflops": f"{peak:.1f}" if peak else "", "setting": setting, "figure": figure,
-                             "value": str(value), "unit": unit, "command": command, "note": note})
+            writer.writerow(
+                {
+                    "date": date,
+                    "commit": commit,
+                    "script": script,
+                    "machine": machine,
+                    "peak_gflops": f"{peak:.1f}" if peak else "",
+                    "setting": setting,
+                    "figure": figure,
+                    "value": str(value),
+                    "unit": unit,
+                    "command": command,
+                    "note": note,
+                }
+            )
 
 
 def read(path=RECORDS):
@@ -109,8 +142,16 @@ def table(rows):
     for row in latest(rows):
         key = (row["script"], row["setting"], row["machine"], row["commit"])
         runs.setdefault(key, []).append(row)
-    order = sorted(runs, key=lambda k: (SCRIPTS.index(k[0]) if k[0] in SCRIPTS else len(SCRIPTS), k[0], k[1],
-                                        CLASSES.index(k[2]), max(r["date"] for r in runs[k])))
+    order = sorted(
+        runs,
+        key=lambda k: (
+            SCRIPTS.index(k[0]) if k[0] in SCRIPTS else len(SCRIPTS),
+            k[0],
+            k[1],
+            CLASSES.index(k[2]),
+            max(r["date"] for r in runs[k]),
+        ),
+    )
     lines = ["| script | setting | class | commit | date | peak | figures | note |", "|---" * 8 + "|"]
     for key in order:
         group = runs[key]
@@ -118,8 +159,10 @@ def table(rows):
         peaks = sorted({r["peak_gflops"] for r in group if r["peak_gflops"]})
         notes = list(dict.fromkeys(r["note"] for r in group if r["note"]))
         figures = "; ".join(f"{r['figure']} **{r['value']}**{' ' + r['unit'] if r['unit'] else ''}" for r in group)
-        lines.append(f"| {script} | {setting or '–'} | {machine} | `{commit}` | {max(r['date'] for r in group)} | "
-                     f"{', '.join(peaks) or '–'} | {figures} | {'; '.join(notes) or '–'} |")
+        lines.append(
+            f"| {script} | {setting or '–'} | {machine} | `{commit}` | {max(r['date'] for r in group)} | "
+            f"{', '.join(peaks) or '–'} | {figures} | {'; '.join(notes) or '–'} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,7 @@ the step costs) beside wall time (what it took under this machine's load); FLOP/
 which with one thread is the step's time on its core. The tapped and plain steps alternate in rounds
 so a change of load affects both alike.
 """
+
 import argparse
 import os
 import resource
@@ -19,17 +20,17 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import records
 import torch
 import transformers
 from torch.profiler import ProfilerActivity, profile
 
-import records
 from tying.data.batches import train_batch
 from tying.plan.config import prepared
 from tying.plan.run_params import run_params
+from tying.plan.run_spec import RunSpec
 from tying.runtime import keep_freed_memory
 from tying.train.cross_entropy import NextTokenLoss
-from tying.plan.run_spec import RunSpec
 from tying.train.loop import build, save_checkpoint
 
 
@@ -113,8 +114,12 @@ CATEGORIES = (  # (name, test on an operator's name and input shapes), first mat
     ("other matmuls", lambda name, shapes, vocab: name in MATMULS),
     ("attention kernel", lambda name, shapes, vocab: "scaled_dot_product" in name),
     ("norm kernels", lambda name, shapes, vocab: "norm" in name and "vector_norm" not in name),
-    ("optimizer and clipping", lambda name, shapes, vocab: name.startswith(("aten::_foreach", "aten::lerp",
-                                                                           "aten::addc", "aten::linalg_vector"))),
+    (
+        "optimizer and clipping",
+        lambda name, shapes, vocab: name.startswith(
+            ("aten::_foreach", "aten::lerp", "aten::addc", "aten::linalg_vector")
+        ),
+    ),
 )
 
 
@@ -130,8 +135,10 @@ def step_profile(spec, ids, steps=8):
         if event.self_cpu_time_total <= 0:
             continue
         shapes = [list(s) for s in event.input_shapes if isinstance(s, (list, tuple))]
-        name = next((n for n, test in CATEGORIES if test(event.key, shapes, spec.vocab_size)),
-                    "elementwise, copies, autograd and hook overhead")
+        name = next(
+            (n for n, test in CATEGORIES if test(event.key, shapes, spec.vocab_size)),
+            "elementwise, copies, autograd and hook overhead",
+        )
         shares[name] += event.self_cpu_time_total
     total = sum(shares.values())
     return {name: value / total for name, value in sorted(shares.items(), key=lambda kv: -kv[1])}
@@ -147,8 +154,20 @@ def checkpoint_cost(spec, ids, repeats=3):
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
             cpu = time.process_time()
-            save_checkpoint(spec, run.model, run.opt, run.sched, tokenizer, val, "cpu", i + 1, [{}], [],
-                        Path(tmp) / "state.pt", Path(tmp) / "exports")
+            save_checkpoint(
+                spec,
+                run.model,
+                run.opt,
+                run.sched,
+                tokenizer,
+                val,
+                "cpu",
+                i + 1,
+                [{}],
+                [],
+                Path(tmp) / "state.pt",
+                Path(tmp) / "exports",
+            )
             costs.append(time.process_time() - cpu)
     return float(np.median(costs))
 
@@ -188,37 +207,54 @@ def main():
     per_cpu, per_wall = flops / tapped_cpu / 1e9, flops / tapped_wall / 1e9
     checkpoint = checkpoint_cost(spec, ids)
     run_cpu = spec.steps * tapped_cpu + len(spec.checkpoints) * checkpoint
-    print(f"model            {spec.family} d={spec.hidden_size} layers={spec.layers} V={vocab} "
-          f"batch={spec.batch_size}x{spec.seq_len}, {args.threads} thread(s), "
-          f"heap {'as glibc sets it' if args.no_heap else 'keeps freed memory (tying.runtime)'}")
+    print(
+        f"model            {spec.family} d={spec.hidden_size} layers={spec.layers} V={vocab} "
+        f"batch={spec.batch_size}x{spec.seq_len}, {args.threads} thread(s), "
+        f"heap {'as glibc sets it' if args.no_heap else 'keeps freed memory (tying.runtime)'}"
+    )
     print(f"machine          {os.cpu_count()} CPUs, load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} now")
-    print(f"fp32 GEMM peak   {peak1:8.1f} GFLOP/s on 1 thread by CPU time ({peak1_wall:.1f} by wall time), "
-          f"{peak2:.1f} on 2 threads by wall time (2048x2048 matmul)")
-    print(f"step time        {tapped_cpu * 1e3:8.1f} ms CPU ({tapped_wall * 1e3:.1f} ms wall) with provenance, "
-          f"{plain_cpu * 1e3:.1f} ms CPU ({plain_wall * 1e3:.1f} ms wall) without")
-    print(f"kernel           {faults:8.0f} page faults and {kernel * 1e3:.1f} ms of kernel CPU time per step "
-          f"(part of the CPU time above)")
+    print(
+        f"fp32 GEMM peak   {peak1:8.1f} GFLOP/s on 1 thread by CPU time ({peak1_wall:.1f} by wall time), "
+        f"{peak2:.1f} on 2 threads by wall time (2048x2048 matmul)"
+    )
+    print(
+        f"step time        {tapped_cpu * 1e3:8.1f} ms CPU ({tapped_wall * 1e3:.1f} ms wall) with provenance, "
+        f"{plain_cpu * 1e3:.1f} ms CPU ({plain_wall * 1e3:.1f} ms wall) without"
+    )
+    print(
+        f"kernel           {faults:8.0f} page faults and {kernel * 1e3:.1f} ms of kernel CPU time per step "
+        f"(part of the CPU time above)"
+    )
     print(f"tokens/s         {tokens / tapped_cpu:8.0f} per CPU second ({tokens / tapped_wall:.0f} per wall second)")
-    print(f"model FLOP/s     {per_cpu:8.1f} GFLOP/s = {per_cpu / peak1:.2f} of the 1-thread peak "
-          f"(target >= 0.6); by wall time {per_wall:.1f} = {per_wall / peak1:.2f}")
+    print(
+        f"model FLOP/s     {per_cpu:8.1f} GFLOP/s = {per_cpu / peak1:.2f} of the 1-thread peak "
+        f"(target >= 0.6); by wall time {per_wall:.1f} = {per_wall / peak1:.2f}"
+    )
     print(f"provenance cost  {100 * (tapped_cpu - plain_cpu) / plain_cpu:8.1f} % of step CPU time (target <= 10%)")
     share = len(spec.checkpoints) * checkpoint / run_cpu
-    print(f"checkpoint       {checkpoint:8.2f} s CPU each (evaluate, export, state); a run of {spec.steps} steps "
-          f"and {len(spec.checkpoints)} checkpoints: {run_cpu:.1f} s CPU, {share:.0%} of it in checkpoints")
+    print(
+        f"checkpoint       {checkpoint:8.2f} s CPU each (evaluate, export, state); a run of {spec.steps} steps "
+        f"and {len(spec.checkpoints)} checkpoints: {run_cpu:.1f} s CPU, {share:.0%} of it in checkpoints"
+    )
     print("where a step's CPU time goes (torch profiler, self time; the profiler inflates small operators):")
     shares = step_profile(spec, ids)
     for name, share in shares.items():
         print(f"  {share:6.1%}  {name}")
     if args.record is not None:
-        figures = [("step CPU", round(tapped_cpu * 1e3, 1), "ms"),
-                   ("step CPU without provenance", round(plain_cpu * 1e3, 1), "ms"),
-                   ("tokens per CPU second", round(tokens / tapped_cpu), "tokens/s"),
-                   ("model FLOP/s", round(per_cpu, 1), "GFLOP/s"), ("fraction of peak", round(per_cpu / peak1, 2), ""),
-                   ("provenance overhead", round(100 * (tapped_cpu - plain_cpu) / plain_cpu, 1), "%"),
-                   ("checkpoint", round(checkpoint, 2), "s CPU")]
+        figures = [
+            ("step CPU", round(tapped_cpu * 1e3, 1), "ms"),
+            ("step CPU without provenance", round(plain_cpu * 1e3, 1), "ms"),
+            ("tokens per CPU second", round(tokens / tapped_cpu), "tokens/s"),
+            ("model FLOP/s", round(per_cpu, 1), "GFLOP/s"),
+            ("fraction of peak", round(per_cpu / peak1, 2), ""),
+            ("provenance overhead", round(100 * (tapped_cpu - plain_cpu) / plain_cpu, 1), "%"),
+            ("checkpoint", round(checkpoint, 2), "s CPU"),
+        ]
         figures += [(f"share: {name}", round(100 * share, 1), "% of step") for name, share in shares.items()]
-        setting = (f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={vocab}, "
-                   f"{args.threads} thread{'s' if args.threads > 1 else ''}{', glibc heap' if args.no_heap else ''}")
+        setting = (
+            f"{spec.family} {args.variant} d={spec.hidden_size} layers={spec.layers} V={vocab}, "
+            f"{args.threads} thread{'s' if args.threads > 1 else ''}{', glibc heap' if args.no_heap else ''}"
+        )
         records.append(figures, peak=peak1, setting=setting, note=args.record)
 
 

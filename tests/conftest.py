@@ -14,8 +14,9 @@ def _one_thread():
 
 def tiny_model(family="olmo", tied=True, vocab_size=64, hidden_size=16, seed=0):
     """A two-layer model small enough for exact gradient checks."""
-    config = model_config(family, vocab_size=vocab_size, hidden_size=hidden_size, layers=2, heads=2,
-                          seq_len=16, tied=tied, eos_id=0)
+    config = model_config(
+        family, vocab_size=vocab_size, hidden_size=hidden_size, layers=2, heads=2, seq_len=16, tied=tied, eos_id=0
+    )
     return build_model(config, seed)
 
 

@@ -1,13 +1,19 @@
 """What only the tests need from the package's building blocks: a corpus read whole, in-memory
-tokenization, raw id arrays, the tying check on a model, the paper's gradient-flow summary."""
+tokenization, raw id arrays, the tying check on a model, the paper's gradient-flow summary; and a local
+lm-eval task, for the tests that need lm-eval installed."""
+
+import importlib.util
+import json
+
 import pandas as pd
+import pytest
 import torch.nn.functional as F
 
 from tying.data.corpus import split_of
-from tying.errors import PipelineError
-from tying.io import atomic_path
 from tying.data.shards import shard_documents
 from tying.data.tokens import dtype_for, tokenize_batches
+from tying.errors import PipelineError
+from tying.io import atomic_path
 
 
 def build_corpus(corpus):
@@ -17,8 +23,10 @@ def build_corpus(corpus):
         raise PipelineError(f"corpus source {corpus['source']!r} produced no documents")
     frame["split"] = [split_of(d, corpus.get("val_fraction", 0.05)) for d in frame["doc_id"]]
     if not (frame["split"] == "val").any() or not (frame["split"] == "train").any():
-        raise PipelineError(f"corpus of {len(frame)} documents is too small to split at val_fraction "
-                            f"{corpus.get('val_fraction', 0.05)}")
+        raise PipelineError(
+            f"corpus of {len(frame)} documents is too small to split at val_fraction "
+            f"{corpus.get('val_fraction', 0.05)}"
+        )
     return frame
 
 
@@ -56,3 +64,41 @@ def lm_loss(logits, targets):
     """Mean next-token cross-entropy in nats from whole logits: the plain path the fused
     tying.train.cross_entropy is checked against."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
+needs_lm_eval = pytest.mark.skipif(
+    not HAS_LM_EVAL,
+    reason="lm-eval is not installed (the `eval` extra: pip install -c constraints.txt -e '.[eval]')",
+)
+
+
+TASK = """
+task: tiny_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: "{{{{answer}}}}"
+metric_list:
+  - metric: acc
+"""
+
+
+def write_task(folder, n=12):
+    """A local lm-eval multiple-choice task over the word tokenizer's vocabulary; its folder."""
+    docs = [
+        {
+            "question": f"t{1 + i % 7} t{2 + i % 5} t{3 + i % 3}",
+            "choices": [f"t{10 + i % 4}", f"t{20 + i % 6} t5", "t9"],
+            "answer": i % 3,
+        }
+        for i in range(n)
+    ]
+    (folder / "tiny.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    (folder / "tiny_choice.yaml").write_text(TASK.format(data=folder / "tiny.jsonl"))
+    return docs

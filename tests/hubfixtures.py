@@ -1,8 +1,11 @@
-"""A fake Hugging Face hub cache of tiny random models in the layouts the paper uses.
+"""A fake Hugging Face hub cache of tiny random models in the layouts the paper uses, and configs/paper.yaml in
+miniature over them.
 
 The cache is laid out as huggingface_hub lays it out:
 models--{org}--{name}/{blobs/<sha256>, snapshots/<commit>/<file> -> ../../blobs/<sha256>, refs/<revision>}.
 """
+
+import copy
 import hashlib
 import json
 import os
@@ -21,18 +24,19 @@ from huggingface_hub import constants
 from safetensors.torch import load_file
 from tokenizers import ByteLevelBPETokenizer, Tokenizer, models, pre_tokenizers
 from transformers import (
-                          GPTNeoConfig,
-                          GPTNeoForCausalLM,
-                          GPTNeoXConfig,
-                          GPTNeoXForCausalLM,
-                          OlmoConfig,
-                          OlmoForCausalLM,
-                          PreTrainedTokenizerFast,
-                          Qwen3Config,
-                          Qwen3ForCausalLM,
-                          )
+    GPTNeoConfig,
+    GPTNeoForCausalLM,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    OlmoConfig,
+    OlmoForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
 
 from tying.checkpoints.layouts import LAYOUTS
+from tying.plan.layers import load
 
 VOCAB = 64
 SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
@@ -40,28 +44,53 @@ SMALL = {"vocab_size": VOCAB, "max_position_embeddings": 64, "bos_token_id": 0, 
 
 def _olmo(seed, tied=False):
     # Wide MLP: the embeddings are a small minority of the weights.
-    config = OlmoConfig(**SMALL, hidden_size=32, intermediate_size=256, num_hidden_layers=2,
-                        num_attention_heads=4, tie_word_embeddings=tied)
+    config = OlmoConfig(
+        **SMALL,
+        hidden_size=32,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        tie_word_embeddings=tied,
+    )
     return _seeded(OlmoForCausalLM, config, seed)
 
 
 def _pythia(seed):
-    config = GPTNeoXConfig(**SMALL, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                           num_attention_heads=4, tie_word_embeddings=False)
+    config = GPTNeoXConfig(
+        **SMALL,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        tie_word_embeddings=False,
+    )
     return _seeded(GPTNeoXForCausalLM, config, seed)
 
 
 def _gpt_neo(seed):
-    config = GPTNeoConfig(**SMALL, hidden_size=32, num_layers=2, num_heads=4,
-                          attention_types=[[["global", "local"], 1]], window_size=16,
-                          tie_word_embeddings=True)
+    config = GPTNeoConfig(
+        **SMALL,
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        attention_types=[[["global", "local"], 1]],
+        window_size=16,
+        tie_word_embeddings=True,
+    )
     return _seeded(GPTNeoForCausalLM, config, seed)
 
 
 def _qwen3(hidden, tied, seed):
-    config = Qwen3Config(**SMALL, hidden_size=hidden, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=hidden // 4,
-                         tie_word_embeddings=tied)
+    config = Qwen3Config(
+        **SMALL,
+        hidden_size=hidden,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=hidden // 4,
+        tie_word_embeddings=tied,
+    )
     return _seeded(Qwen3ForCausalLM, config, seed)
 
 
@@ -144,10 +173,17 @@ def add_vocab_files_repo(cache_dir, repo_id="test-org/gpt-neo-vocab-files"):
     """Store a tied GPT-Neo whose tokenizer is only vocab.json + merges.txt, no tokenizer.json (as
     EleutherAI/gpt-neo-2.7B ships it), as `repo_id` at "main"; returns the commit hash."""
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(["the cat sat on the mat"] * 50, vocab_size=300, special_tokens=["<|endoftext|>"],
-                            show_progress=False)
-    config = GPTNeoConfig(**{**SMALL, "vocab_size": bpe.get_vocab_size()}, hidden_size=32, num_layers=2,
-                          num_heads=4, attention_types=[[["global", "local"], 1]], window_size=16)
+    bpe.train_from_iterator(
+        ["the cat sat on the mat"] * 50, vocab_size=300, special_tokens=["<|endoftext|>"], show_progress=False
+    )
+    config = GPTNeoConfig(
+        **{**SMALL, "vocab_size": bpe.get_vocab_size()},
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        attention_types=[[["global", "local"], 1]],
+        window_size=16,
+    )
     with tempfile.TemporaryDirectory() as model_dir:
         _seeded(GPTNeoForCausalLM, config, 7).save_pretrained(model_dir)
         bpe.save_model(model_dir)
@@ -202,7 +238,7 @@ def add_bin_repos(cache_dir):
                 weight_map = {}
                 for k in range(shards):
                     shard = f"pytorch_model-{k + 1:05d}-of-{shards:05d}.bin"
-                    group = names[round(k * len(names) / shards):round((k + 1) * len(names) / shards)]
+                    group = names[round(k * len(names) / shards) : round((k + 1) * len(names) / shards)]
                     torch.save({name: state[name] for name in group}, Path(model_dir) / shard)
                     weight_map.update(dict.fromkeys(group, shard))
                 index = {"metadata": {"total_size": sum(t.nbytes for t in state.values())}, "weight_map": weight_map}
@@ -279,8 +315,9 @@ class _HubHandler(BaseHTTPRequestHandler):
         if api.group(2) == "revision":
             siblings = [{"rfilename": p.name} for p in sorted(folder.iterdir())]
             return self._send_json({"id": repo_id, "sha": commit, "siblings": siblings}, send_body)
-        entries = [{"type": "file", "path": p.name, "size": p.stat().st_size, "oid": commit}
-                   for p in sorted(folder.iterdir())]
+        entries = [
+            {"type": "file", "path": p.name, "size": p.stat().st_size, "oid": commit} for p in sorted(folder.iterdir())
+        ]
         return self._send_json(entries, send_body)
 
     def _commit(self, repo_id, revision):
@@ -324,9 +361,18 @@ SURVEY_NOISE = 0.5  # planted matrices are a linear image of their source plus t
 
 def _survey_olmo(words, hidden, tied, input_matrix, output_matrix=None):
     """A one-layer OLMo over `words` whose embedding (and, untied, output) rows are the given matrices."""
-    config = OlmoConfig(vocab_size=len(words), hidden_size=hidden, intermediate_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
-                        pad_token_id=0, tie_word_embeddings=tied)
+    config = OlmoConfig(
+        vocab_size=len(words),
+        hidden_size=hidden,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=32,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+        tie_word_embeddings=tied,
+    )
     model = _seeded(OlmoForCausalLM, config, 0)
     with torch.no_grad():
         model.model.embed_tokens.weight.copy_(input_matrix)
@@ -360,9 +406,17 @@ def build_survey_cache(cache_dir):
     repos = {
         "test-org/survey-untied": (words, _survey_olmo(words, 16, False, u_in, u_out), {}),
         "test-org/survey-tied": (words, _survey_olmo(words, 24, True, noisy(u_out, 24)), {}),
-        "test-org/survey-sibling": (words, _survey_olmo(words, 16, False, u_in + SURVEY_NOISE * torch.randn(
-            SURVEY_VOCAB, 16, generator=g), u_out + SURVEY_NOISE * torch.randn(SURVEY_VOCAB, 16, generator=g)),
-            {"max_shard_size": "20KB"}),
+        "test-org/survey-sibling": (
+            words,
+            _survey_olmo(
+                words,
+                16,
+                False,
+                u_in + SURVEY_NOISE * torch.randn(SURVEY_VOCAB, 16, generator=g),
+                u_out + SURVEY_NOISE * torch.randn(SURVEY_VOCAB, 16, generator=g),
+            ),
+            {"max_shard_size": "20KB"},
+        ),
         "test-org/survey-tied-other-tokenizer": (other_words, _survey_olmo(other_words, 24, True, other), {}),
     }
     commits = {}
@@ -372,3 +426,29 @@ def build_survey_cache(cache_dir):
             word_tokenizer(vocab).save_pretrained(model_dir)
             commits[repo_id] = add_snapshot(cache_dir, repo_id, "main", model_dir)
     return commits
+
+
+PAPER = load("configs/paper.yaml")
+
+# configs/paper.yaml in miniature: the same pairs and targets over the fake repos, a local corpus, a tiny lens.
+FAKE_PAIRS = {
+    "main": {
+        "tied": {"hub": "test-org/olmo-tied", "revision": "main"},
+        "untied": {"hub": "test-org/olmo-untied", "revision": "main"},
+        "evolution": {0: "step0", 1000: "step1000"},
+    },
+    "family": {"tied": {"hub": "test-org/gpt-neo"}, "untied": {"hub": "test-org/pythia"}},
+    "scale": {"tied": {"hub": "test-org/qwen3-tied"}, "untied": {"hub": "test-org/qwen3-untied-sharded"}},
+}
+
+
+def fake_paper_config(corpus_path, **analysis):
+    return {
+        **{k: PAPER[k] for k in ("seeds", "tokenizer", "model", "train", "variants", "architectures")},
+        "corpus": {"source": "local", "paths": [str(corpus_path)], "val_fraction": 0.25},
+        "pairs": copy.deepcopy(FAKE_PAIRS),  # callers may change a pair; FAKE_PAIRS stays as it is
+        "figures": {"fig1": "main", "fig2": "main", "fig3": "main"},
+        "tables": {"table1": ["main", "family"], "table5": ["main", "scale", "family"], "claims": "main"},
+        "analysis": {"knn_k": 5, **analysis},
+        "lens": {"steps": 3, "batch_size": 2, "seq_len": 16, "eval_batches": 2},
+    }

@@ -1,4 +1,5 @@
 """Local corpora written as JSON lines, and the corpus -> tokens stages run on them in-process."""
+
 import json
 
 import numpy as np
@@ -15,8 +16,10 @@ def write_local_corpus(folder, n_files, docs_per_file, words=(5, 60), seed=0):
     paths = []
     for f in range(n_files):
         path = folder / f"part{f}.jsonl"
-        lines = [json.dumps({"text": " ".join(f"t{w}" for w in rng.integers(1, V, rng.integers(*words)))})
-                 for _ in range(docs_per_file)]
+        lines = [
+            json.dumps({"text": " ".join(f"t{w}" for w in rng.integers(1, V, rng.integers(*words)))})
+            for _ in range(docs_per_file)
+        ]
         path.write_text("\n".join(lines) + "\n")
         paths.append(str(path))
     return paths
@@ -31,6 +34,10 @@ def build_tokens(corpus, folder, tok):
         tokenize_documents([folder / f"shard{k}.parquet"], tok, *out.values())
         shards.append(out)
     joined = {name: folder / name for name in ("train.json", "val.json", "meta.json", "counts.parquet")}
-    join_shards({split: [s[f"{split}.bin"] for s in shards] for split in ("train", "val")},
-                [s["meta.json"] for s in shards], [s["counts.parquet"] for s in shards], *joined.values())
+    join_shards(
+        {split: [s[f"{split}.bin"] for s in shards] for split in ("train", "val")},
+        [s["meta.json"] for s in shards],
+        [s["counts.parquet"] for s in shards],
+        *joined.values(),
+    )
     return joined

@@ -1,4 +1,5 @@
 """Run the workflow through snakemake in a directory, as the tests do."""
+
 import os
 import re
 import shutil
@@ -20,8 +21,18 @@ def snakemake(workdir, *args, config=None, env=None):
     in a new interpreter."""
     if config is not None:
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    argv = ["-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
-            "--replace-workflow-config", "--configfile", str(workdir / "config.yaml")]
+    argv = [
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        *args,
+        "--replace-workflow-config",
+        "--configfile",
+        str(workdir / "config.yaml"),
+    ]
     if "-n" in args and env is None:
         return cli(argv)
     return subprocess.run([sys.executable, "-m", "snakemake", *argv], capture_output=True, text=True, env=env)

@@ -3,6 +3,7 @@ claims over training and the figures share.
 
 A tidy frame has one row per measured value and identification columns (pair, seed, step, ...).
 """
+
 import math
 
 import pandas as pd
@@ -29,8 +30,10 @@ def only(frame, **equal):
     for column, value in equal.items():
         rows = rows[rows[column] == value]
     if rows.empty:
-        raise PipelineError(f"no metric rows with {equal}; present: "
-                            + ", ".join(f"{c}={sorted(frame[c].unique().tolist())}" for c in equal))
+        raise PipelineError(
+            f"no metric rows with {equal}; present: "
+            + ", ".join(f"{c}={sorted(frame[c].unique().tolist())}" for c in equal)
+        )
     return rows
 
 

@@ -1,4 +1,5 @@
 """Atomic writes: an output appears whole or not at all."""
+
 import os
 import shutil
 from contextlib import contextmanager

@@ -5,6 +5,7 @@ paper gives none); CLAIM_RANGES: the range it gives instead of one value. FIG2_K
 curves, whose early half is C3 and whose state 0 is C3s0. TABLE1 .. TABLE7: the tables' cells, keyed as
 tying.report.tables reads them.
 """
+
 import math
 
 CLAIMS = {
@@ -43,8 +44,11 @@ def fig2_gap_at(fraction):
 
 
 # C3s0: Figure 2's gap at state 0, the input embedding (C3's "input layer").
-CLAIMS["C3s0"] = (f"state 0 of {FIG2_LAYERS}: {FIG2_KL['tied'][0]:.2f} vs {FIG2_KL['untied'][0]:.2f} bits "
-                  f"({FIG2_KL['tied'][0] - FIG2_KL['untied'][0]:+.2f})", FIG2_KL["tied"][0] - FIG2_KL["untied"][0])
+CLAIMS["C3s0"] = (
+    f"state 0 of {FIG2_LAYERS}: {FIG2_KL['tied'][0]:.2f} vs {FIG2_KL['untied'][0]:.2f} bits "
+    f"({FIG2_KL['tied'][0] - FIG2_KL['untied'][0]:+.2f})",
+    FIG2_KL["tied"][0] - FIG2_KL["untied"][0],
+)
 # The lens budgets behind Figure 2, (optimiser steps, tokens a step): tuned-lens 0.2's `train` defaults
 # (scripts/train_loop.py: num_steps 250, tokens_per_step 2**18) and what the authors ran
 # (experiments/2_tuned_lens/train_olmo_lens.sh: NUM_STEPS=500, TOKENS_PER_STEP=131072).
@@ -80,13 +84,18 @@ TABLE5 = {
 }
 # (variant, reference) -> orthogonal cosine; Table 2 (10k steps) and Table 6 (1k steps).
 TABLE2 = {
-    ("tied", "input_u"): "0.216", ("tied", "output_u"): "0.384",
-    ("tied_x5", "input_u"): "0.222", ("tied_x5", "output_u"): "0.369",
+    ("tied", "input_u"): "0.216",
+    ("tied", "output_u"): "0.384",
+    ("tied_x5", "input_u"): "0.222",
+    ("tied_x5", "output_u"): "0.369",
 }
 TABLE6 = {
-    ("tied", "input_u"): "0.172", ("tied", "output_u"): "0.197",
-    ("tied_x2", "input_u"): "0.172-0.173", ("tied_x2", "output_u"): "0.197",
-    ("tied_x10", "input_u"): "0.173", ("tied_x10", "output_u"): "0.190",
+    ("tied", "input_u"): "0.172",
+    ("tied", "output_u"): "0.197",
+    ("tied_x2", "input_u"): "0.172-0.173",
+    ("tied_x2", "output_u"): "0.197",
+    ("tied_x10", "input_u"): "0.173",
+    ("tied_x10", "output_u"): "0.190",
 }
 # (arch, variant, metric) -> WikiText-2 perplexity; Table 7 (OLMo-1B at 10k steps).
 TABLE7_PERPLEXITY = {("olmo", "tied", "perplexity"): "35.71", ("olmo", "tied_x5", "perplexity"): "36.64"}

@@ -1,5 +1,6 @@
 """The wrapper every workflow script runs in: stderr teed to the rule's log, one-line errors, and the
 job's cost as the log's last line (`job_cost`; benchmarks/build_bench.py reads it)."""
+
 import re
 import resource
 import sys
@@ -11,8 +12,9 @@ from tying.errors import PipelineError
 
 # The log's last line on success: the job process's wall seconds since it started (its imports
 # included), its CPU seconds and those of the children it waited for, and its peak resident memory.
-COST_LINE = re.compile(r"^job: (?P<seconds>[0-9.]+) s wall, (?P<cpu_seconds>[0-9.]+) s CPU, "
-                       r"peak memory (?P<peak_mb>[0-9.]+) MB$")
+COST_LINE = re.compile(
+    r"^job: (?P<seconds>[0-9.]+) s wall, (?P<cpu_seconds>[0-9.]+) s CPU, peak memory (?P<peak_mb>[0-9.]+) MB$"
+)
 
 
 class _Tee:
@@ -36,9 +38,11 @@ def job_cost():
     walk of their page tables each time) and misses the CPU after the last sample."""
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    return (time.time() - psutil.Process().create_time(),
-            me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime,
-            max(me.ru_maxrss, children.ru_maxrss) * unit / 2**20)
+    return (
+        time.time() - psutil.Process().create_time(),
+        me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime,
+        max(me.ru_maxrss, children.ru_maxrss) * unit / 2**20,
+    )
 
 
 def run(snakemake, body):

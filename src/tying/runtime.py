@@ -7,6 +7,7 @@ kernel faults in and zeroes on every step: about 15,000 page faults and a fifth 
 CPU time. Fixed thresholds keep such blocks in the heap for the next step. Numbers are unchanged; only
 where the memory comes from differs.
 """
+
 import ctypes
 
 import torch

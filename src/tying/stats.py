@@ -6,6 +6,7 @@ the time. One released pair of models has no seeds: its per-token values get a p
 bootstrap of their mean, which says how precisely that pair's mean is known, not whether the
 effect generalises.
 """
+
 import math
 
 import numpy as np
@@ -80,7 +81,9 @@ def summarise_tokens(frame, by, value):
     rows = []
     for key, group in frame.groupby(list(by), sort=False):
         n = int(group[value].notna().sum())
-        rows.append((*key, *token_bootstrap_ci(group[value]), 1, f"bootstrap 95% over {n:,} tokens, one pair of models"))
+        rows.append(
+            (*key, *token_bootstrap_ci(group[value]), 1, f"bootstrap 95% over {n:,} tokens, one pair of models")
+        )
     return pd.DataFrame(rows, columns=[*by, "mean", "ci_low", "ci_high", "n_seeds", "interval"])
 
 

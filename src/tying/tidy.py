@@ -1,4 +1,5 @@
 """Tidy metric frames: identification columns first, one frame from many files."""
+
 import pandas as pd
 
 

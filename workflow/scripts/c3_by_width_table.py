@@ -5,8 +5,14 @@ from tying.tidy import read_frames
 
 def main(snakemake):
     inp, p = snakemake.input, snakemake.params
-    table = c3_by_width(p.cells, read_frames(inp.lens), read_frames(inp.sweeps), read_frames(inp.share),
-                        read_frames(inp.quality), p.certified)
+    table = c3_by_width(
+        p.cells,
+        read_frames(inp.lens),
+        read_frames(inp.sweeps),
+        read_frames(inp.share),
+        read_frames(inp.quality),
+        p.certified,
+    )
     write_c3_by_width(table, snakemake.output.csv, snakemake.output.md)
 
 

@@ -9,8 +9,9 @@ from tying.tidy import read_frames
 def main(snakemake):
     inp, out, p = snakemake.input, snakemake.output, snakemake.params
     provenance = {(v, int(s)): pd.read_parquet(f) for (v, s), f in zip(p.runs, inp.provenance)}
-    values = dose_seed_values(read_frames(inp.scaling), read_frames(inp.quality), provenance, p.doses, p.pair,
-                              read_frames(inp.reference))
+    values = dose_seed_values(
+        read_frames(inp.scaling), read_frames(inp.quality), provenance, p.doses, p.pair, read_frames(inp.reference)
+    )
     table = dose_table(values)
     write_dose_table(table, out.csv, out.md)
     plot_c7_dose(table, out.figure)

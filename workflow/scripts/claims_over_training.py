@@ -1,7 +1,7 @@
+from tying.claims.claims_over_training import claims_by_point, write_claims_over_training
 from tying.report.figures.claims_over_training import plot_claims_over_training
 from tying.rule_script import run
 from tying.tidy import read_frames
-from tying.claims.claims_over_training import claims_by_point, write_claims_over_training
 
 
 def main(snakemake):

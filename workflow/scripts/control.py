@@ -1,5 +1,5 @@
-from tying.rule_script import run
 from tying.checkpoints.controls import control_model
+from tying.rule_script import run
 
 
 def main(snakemake):

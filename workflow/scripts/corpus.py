@@ -1,8 +1,8 @@
 import sys
 
 from tying.data.corpus import Digest, distribution_versions
-from tying.rule_script import run
 from tying.data.shards import block, shard_documents, write_documents
+from tying.rule_script import run
 
 
 def main(snakemake):
@@ -12,8 +12,10 @@ def main(snakemake):
     source = cfg["source"]
     if source == "docstrings":
         source += " of " + distribution_versions(block(list(cfg["distributions"]), cfg.get("shards", 1), shard))
-    print(f"corpus shard {shard} ({source}): {documents.summary()}; {counts['train']:,} train, "
-          f"{counts['val']:,} val", file=sys.stderr)
+    print(
+        f"corpus shard {shard} ({source}): {documents.summary()}; {counts['train']:,} train, {counts['val']:,} val",
+        file=sys.stderr,
+    )
 
 
 run(snakemake, main)

@@ -1,8 +1,8 @@
 import pandas as pd
 
-from tying.rule_script import run
 from tying.data.token_sets import write_drawn
 from tying.data.tokens import load_ids
+from tying.rule_script import run
 
 
 def main(snakemake):

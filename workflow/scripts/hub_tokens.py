@@ -1,6 +1,6 @@
-from tying.rule_script import run
 from tying.data.tokenizer import pretrained
 from tying.data.tokens import tokenize_documents
+from tying.rule_script import run
 
 
 def main(snakemake):

@@ -3,8 +3,8 @@ from tying.lens.jobs import lens_job, load_job, with_floors
 from tying.lens.translators import save_lens
 from tying.lens.tuned_lens_format import base_model, given_lens_job, load_tuned_lens, save_tuned_lens
 from tying.lens.unembed import final_norm
-from tying.runtime import configure
 from tying.rule_script import run
+from tying.runtime import configure
 from tying.tidy import with_ids
 
 

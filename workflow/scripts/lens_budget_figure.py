@@ -5,8 +5,9 @@ from tying.rule_script import run
 
 
 def main(snakemake):
-    plot_lens_budget(pd.read_parquet(snakemake.input.table), pd.read_parquet(snakemake.input.by_state),
-                    snakemake.output[0])
+    plot_lens_budget(
+        pd.read_parquet(snakemake.input.table), pd.read_parquet(snakemake.input.by_state), snakemake.output[0]
+    )
 
 
 run(snakemake, main)

@@ -12,8 +12,17 @@ def main(snakemake):
     inp, p = snakemake.input, snakemake.params
     configure(snakemake.threads)
     device, dtype = lens_placement(p.lens["device"], p.lens["dtype"])
-    frames = [local_quality_frame(role, inp[f"{role}_model"], {k: inp[f"{role}_{k}"] for k in ("train", "val", "meta")},
-                                  p.lens, device=device, dtype=dtype) for role in ("tied", "untied")]
+    frames = [
+        local_quality_frame(
+            role,
+            inp[f"{role}_model"],
+            {k: inp[f"{role}_{k}"] for k in ("train", "val", "meta")},
+            p.lens,
+            device=device,
+            dtype=dtype,
+        )
+        for role in ("tied", "untied")
+    ]
     write_parquet(with_ids(pd.concat(frames, ignore_index=True), p.ids), snakemake.output[0])
 
 

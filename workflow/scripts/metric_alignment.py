@@ -1,19 +1,25 @@
-from tying.metrics.alignment import alignment_frame
 from tying.checkpoints.embeddings import load_embeddings
+from tying.data.token_sets import analysed_tokens
 from tying.io import write_parquet
+from tying.metrics.alignment import alignment_frame
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.data.token_sets import analysed_tokens
 
 
 def main(snakemake):
     configure(snakemake.threads)
     inp, p, rows = snakemake.input, snakemake.params, snakemake.params.analysis["rows"]
-    untied, tied = (load_embeddings(inp[role], rows=rows, tokenizer=inp.get(f"{role}_tokenizer"))
-                    for role in ("untied", "tied"))
-    frame = alignment_frame(untied, tied, keep=analysed_tokens(inp.get("tokens")),
-                            held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])
+    untied, tied = (
+        load_embeddings(inp[role], rows=rows, tokenizer=inp.get(f"{role}_tokenizer")) for role in ("untied", "tied")
+    )
+    frame = alignment_frame(
+        untied,
+        tied,
+        keep=analysed_tokens(inp.get("tokens")),
+        held_out=p.analysis["held_out"],
+        seed=p.analysis["split_seed"],
+    )
     write_parquet(with_ids(frame, {**p.ids, "rows": rows}), snakemake.output[0])
 
 

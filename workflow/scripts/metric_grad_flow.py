@@ -1,7 +1,7 @@
 import pandas as pd
 
-from tying.metrics.grad_flow import grad_flow_frame
 from tying.io import write_parquet
+from tying.metrics.grad_flow import grad_flow_frame
 from tying.rule_script import run
 from tying.tidy import with_ids
 

@@ -3,9 +3,9 @@ import pandas as pd
 from tying.checkpoints.embeddings import load_embeddings
 from tying.io import write_parquet
 from tying.metrics.norm_frequency import norm_frequency_frame
+from tying.plan.decay import checkpoint_level
 from tying.rule_script import run
 from tying.tidy import with_ids
-from tying.plan.decay import checkpoint_level
 
 
 def main(snakemake):

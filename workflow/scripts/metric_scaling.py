@@ -1,12 +1,12 @@
 import pandas as pd
 
-from tying.metrics.alignment import scaling_frames
 from tying.checkpoints.embeddings import load_embeddings
+from tying.data.token_sets import analysed_tokens
 from tying.io import write_parquet
+from tying.metrics.alignment import scaling_frames
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.data.token_sets import analysed_tokens
 
 
 def main(snakemake):
@@ -16,8 +16,13 @@ def main(snakemake):
     for step, untied_dir in zip(p.steps, inp.untied):
         untied = load_embeddings(untied_dir, rows=rows)
         for variant in p.variants:
-            frame, per_token = scaling_frames(load_embeddings(next(tied), rows=rows), untied, keep=keep,
-                                              held_out=p.analysis["held_out"], seed=p.analysis["split_seed"])
+            frame, per_token = scaling_frames(
+                load_embeddings(next(tied), rows=rows),
+                untied,
+                keep=keep,
+                held_out=p.analysis["held_out"],
+                seed=p.analysis["split_seed"],
+            )
             frames.append(with_ids(frame, {**p.ids, "rows": rows, "step": step, "variant": variant}))
             tokens.append(with_ids(per_token, {**p.ids, "step": step, "variant": variant}))
     write_parquet(pd.concat(frames, ignore_index=True), snakemake.output[0])

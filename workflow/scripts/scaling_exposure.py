@@ -1,8 +1,8 @@
 import pandas as pd
 
 from tying.claims.exposure import write_exposure_table
-from tying.rule_script import run
 from tying.claims.scaling import EXPOSURE_COLUMNS, exposure_by_cell
+from tying.rule_script import run
 
 
 def main(snakemake):

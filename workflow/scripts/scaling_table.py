@@ -1,8 +1,8 @@
 import pandas as pd
 
+from tying.claims.scaling import paired_trends, scaling_table, write_scaling
 from tying.plan.grid import FACT_COLUMNS
 from tying.rule_script import run
-from tying.claims.scaling import paired_trends, scaling_table, write_scaling
 
 
 def main(snakemake):

@@ -1,6 +1,6 @@
 from tying.data import tokenizer
-from tying.rule_script import run
 from tying.data.shards import read_texts
+from tying.rule_script import run
 
 
 def main(snakemake):

@@ -1,5 +1,5 @@
-from tying.rule_script import run
 from tying.data.tokens import join_shards
+from tying.rule_script import run
 
 
 def main(snakemake):

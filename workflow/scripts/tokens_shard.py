@@ -1,6 +1,6 @@
 from tying.data import tokenizer
-from tying.rule_script import run
 from tying.data.tokens import tokenize_documents
+from tying.rule_script import run
 
 
 def main(snakemake):

@@ -1,13 +1,13 @@
 import pandas as pd
 
 from tying.checkpoints.embeddings import load_embeddings
+from tying.claims.claims_over_training import point_rows
+from tying.claims.exposure import strata_text
+from tying.data.token_sets import seen_by
 from tying.io import write_parquet
 from tying.rule_script import run
 from tying.runtime import configure
 from tying.tidy import with_ids
-from tying.claims.exposure import strata_text
-from tying.data.token_sets import seen_by
-from tying.claims.claims_over_training import point_rows
 
 
 def main(snakemake):
@@ -26,11 +26,24 @@ def main(snakemake):
             continue
         untied, tied = load_embeddings(untied_dir, rows=rows), load_embeddings(tied_dir, rows=rows)
         scaled_models = {v: load_embeddings(d, rows=rows) for v, d in zip(p.variants, variants)}
-        stats = point_rows(untied, tied, scaled_models, keep, evolution, quality,
-                           ids={**p.ids, "step": ids.get("step", point)}, analysis=p.analysis, k=p.knn_k,
-                           approximate=p.approximate, scaled_variant=p.variants[-1] if p.variants else None)
-        seen = {} if keep is None else {"seen_tokens": len(keep), "exposure": strata_text(by_step, ids["step"], keep,
-                                                                                          p.edges)}
+        stats = point_rows(
+            untied,
+            tied,
+            scaled_models,
+            keep,
+            evolution,
+            quality,
+            ids={**p.ids, "step": ids.get("step", point)},
+            analysis=p.analysis,
+            k=p.knn_k,
+            approximate=p.approximate,
+            scaled_variant=p.variants[-1] if p.variants else None,
+        )
+        seen = (
+            {}
+            if keep is None
+            else {"seen_tokens": len(keep), "exposure": strata_text(by_step, ids["step"], keep, p.edges)}
+        )
         out.append(with_ids(stats, {**p.ids, "point": point, "step": None, **ids, **seen}))  # a released point: no step
     write_parquet(pd.concat(out, ignore_index=True), snakemake.output[0])
 

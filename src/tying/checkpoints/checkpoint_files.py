@@ -5,6 +5,7 @@ goes unseen until a job reads it. Its writer stores `weight_digests(dir)` under 
 directory's record (training.json of an exported checkpoint, source.json of a fetched one); a reader
 calls `verify(dir)` before it opens a weight file.
 """
+
 import hashlib
 import json
 import os
@@ -24,8 +25,10 @@ FORMATS = ((f"{SAFETENSORS}.index.json", SAFETENSORS), (f"{BIN}.index.json", BIN
 
 def weight_digests(directory):
     """{file name: {"bytes": size, "sha256": hex digest}} of the weight files in `directory`."""
-    return {path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)}
-            for path in sorted(Path(directory).glob(WEIGHT_FILES))}
+    return {
+        path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+        for path in sorted(Path(directory).glob(WEIGHT_FILES))
+    }
 
 
 def verify(directory, digests=None):
@@ -54,8 +57,10 @@ def stored_tensors(directory):
     directory = Path(directory)
     for index, single in FORMATS:
         if (directory / index).is_file():
-            files = {name: directory / shard
-                     for name, shard in json.loads((directory / index).read_text())["weight_map"].items()}
+            files = {
+                name: directory / shard
+                for name, shard in json.loads((directory / index).read_text())["weight_map"].items()
+            }
             missing = sorted({path.name for path in files.values() if not path.is_file()})
             if missing:
                 raise PipelineError(f"{directory / index}: names {missing[0]}, which is not there")

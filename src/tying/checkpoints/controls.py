@@ -3,15 +3,16 @@ read it like any pair's tied role (`control: input`, `output` or `mixture` in a 
 
 A module of its own so that a control job imports what it writes with (torch, safetensors), not the
 survey's tables and statistics."""
+
 import json
 from pathlib import Path
 
 from safetensors.torch import save_file
 
 from tying.checkpoints.embeddings import load_embeddings
+from tying.checkpoints.layouts import LAYOUTS
 from tying.errors import PipelineError
 from tying.io import atomic_path
-from tying.checkpoints.layouts import LAYOUTS
 
 CONTROLS = {"input": "control: input", "output": "control: output", "mixture": "control: mixture"}
 

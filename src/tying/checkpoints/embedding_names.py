@@ -5,6 +5,7 @@ not, the model is built from its config on the meta device (no memory, no weight
 `get_input_embeddings()` / `get_output_embeddings()` modules are looked up by name, so any causal LM
 transformers knows is read without a table of families.
 """
+
 import torch
 
 from tying.checkpoints.layouts import header_embedding_names
@@ -44,11 +45,15 @@ def model_embedding_names(model_dir, stored):
     meta = model.state_dict()
     loaded = {rename_source_key(name, renamings, converters, model.base_model_prefix, meta)[0]: name for name in stored}
     modules = {id(module): name for name, module in model.named_modules(remove_duplicate=False)}
-    found = [None if module is None else loaded.get(f"{modules[id(module)]}.weight")
-             for module in (model.get_input_embeddings(), model.get_output_embeddings())]
+    found = [
+        None if module is None else loaded.get(f"{modules[id(module)]}.weight")
+        for module in (model.get_input_embeddings(), model.get_output_embeddings())
+    ]
     if found[0] is None:
-        raise PipelineError(f"{model_dir}: no known input-embedding tensor (its {model.config.model_type} model's "
-                            f"{modules[id(model.get_input_embeddings())]}.weight is not stored)")
+        raise PipelineError(
+            f"{model_dir}: no known input-embedding tensor (its {model.config.model_type} model's "
+            f"{modules[id(model.get_input_embeddings())]}.weight is not stored)"
+        )
     return tuple(found)
 
 
@@ -61,9 +66,10 @@ def meta_model(model_dir):
         with torch.device("meta"):
             return AutoModelForCausalLM.from_config(config)
     except (ValueError, KeyError) as error:
-        raise PipelineError(f"{model_dir}: no known input-embedding tensor (the header does not settle it, and "
-                            f"transformers builds no causal LM from its config: {str(error).splitlines()[0]})"
-                            ) from None
+        raise PipelineError(
+            f"{model_dir}: no known input-embedding tensor (the header does not settle it, and "
+            f"transformers builds no causal LM from its config: {str(error).splitlines()[0]})"
+        ) from None
 
 
 def _shapes(files):

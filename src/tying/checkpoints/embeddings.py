@@ -4,6 +4,7 @@ No model is instantiated: only the one or two tensors needed are read, in float3
 trimmed to the tokenizer's real vocabulary (OLMo pads 50280 rows to 50304); `rows="matrix"`
 keeps every stored row, as the paper authors' scripts do.
 """
+
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,9 +14,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from tying.checkpoints.checkpoint_files import BIN, stored_tensors, verify
-from tying.errors import PipelineError
 from tying.checkpoints.embedding_names import embedding_names
 from tying.checkpoints.tokenizer_files import TOKENIZER_FILE, read_tokens
+from tying.errors import PipelineError
 
 ROWS = ("tokenizer", "matrix")
 
@@ -187,7 +188,7 @@ def _rows(tensor, path, name, rows, vocab, every_row):
     """The first `vocab` of the `rows` rows of `tensor` (every one with `every_row`) as contiguous float32."""
     if rows < vocab:
         raise PipelineError(f"{path}: {name} has {rows} rows, fewer than the {vocab} needed")
-    return tensor[:rows if every_row else vocab].to(torch.float32).contiguous()
+    return tensor[: rows if every_row else vocab].to(torch.float32).contiguous()
 
 
 @contextmanager

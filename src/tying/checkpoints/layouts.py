@@ -10,6 +10,7 @@ its base model (`model.embed_tokens.weight`, `transformer.wte.weight`, `model.de
 A checkpoint of one tensor whose config states its tying (a control, tying.checkpoints.controls) holds
 just its input embedding.
 """
+
 from tying.errors import PipelineError
 
 # Input-embedding and output-projection names of the released checkpoints the hub fetch copies without

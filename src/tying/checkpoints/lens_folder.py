@@ -1,6 +1,7 @@
 """A lens folder as tuned-lens 0.2 saves one (`config.json`, `params.pt`), its config read without torch: the
 config check reads it before any job (tying.plan.checks); the lens job reads the translators
 (tying.lens.tuned_lens_format)."""
+
 import json
 from pathlib import Path
 

@@ -4,6 +4,7 @@ A safetensors file is an 8-byte little-endian header length N, N bytes of JSON
 ({name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}),
 then the tensor bytes; offsets count from the first byte after the header.
 """
+
 import json
 import struct
 

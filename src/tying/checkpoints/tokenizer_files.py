@@ -1,6 +1,7 @@
 """A model folder's tokenizer as the embedding readers use it: its tokenizer.json, read by the tokenizers library
 alone (no torch, no transformers), so the config check reads it before any job (tying.plan.checks) and the
 embedding reader reads the same (tying.checkpoints.embeddings)."""
+
 from pathlib import Path
 
 from tying.errors import PipelineError
@@ -32,8 +33,11 @@ def folder_tokens(folder):
     folder = Path(folder)
     if not (folder / TOKENIZER_FILE).is_file():
         slow = [name for name in SLOW_FILES if (folder / name).is_file()]
-        how = (f"only {', '.join(slow)}: AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR) writes it" if slow
-               else "save the model's tokenizer there with tokenizer.save_pretrained(DIR), or name a folder "
-                    "holding one with tokenizer: DIR beside path")
+        how = (
+            f"only {', '.join(slow)}: AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR) writes it"
+            if slow
+            else "save the model's tokenizer there with tokenizer.save_pretrained(DIR), or name a folder "
+            "holding one with tokenizer: DIR beside path"
+        )
         raise PipelineError(f"{folder} holds no {TOKENIZER_FILE}, the model's tokenizer ({how})")
     return read_tokens(folder / TOKENIZER_FILE)

@@ -6,6 +6,7 @@ file's hash needs those 6 rows alone, read by byte range (tying.checkpoints.safe
 any job hashes a 50k x 4k output matrix as fast as a tiny one. The hash depends on the dtype the model was loaded
 in, so a stored matrix gives one hash per dtype a lens could have been made under (`stored_unembedding_hashes`).
 """
+
 import hashlib
 import json
 from pathlib import Path
@@ -46,16 +47,20 @@ def stored_unembedding_hashes(model_dir, tied):
     if name is None or entries[name][2]["dtype"] not in READ:
         return {}
     corners = _corners(*entries[name])
-    return {dtype: _printed_hash(round_to(corners, dtype), shapes[name])
-            for dtype in ("float32", "bfloat16", "float16")}
+    return {
+        dtype: _printed_hash(round_to(corners, dtype), shapes[name]) for dtype in ("float32", "bfloat16", "float16")
+    }
 
 
 def _corners(path, data_start, entry):
     """The float32 matrix of the rows numpy's printout reads (all of a small matrix's), and of their columns,
     its first and last EDGE of each plus one between them when there are more (not printed)."""
     rows, cols = entry["shape"]
-    wanted = list(range(rows)) if rows * cols <= SUMMARY or rows <= 2 * EDGE else \
-        [*range(EDGE + 1), *range(rows - EDGE, rows)]
+    wanted = (
+        list(range(rows))
+        if rows * cols <= SUMMARY or rows <= 2 * EDGE
+        else [*range(EDGE + 1), *range(rows - EDGE, rows)]
+    )
     dtype = READ[entry["dtype"]]
     width = cols * np.dtype(dtype).itemsize
     with open(path, "rb") as f:

@@ -10,6 +10,7 @@ cell, each role's margin over its bigram table at the final step (nats, mean ove
 (the largest over models and seeds, what the claims' LM row needs below zero). `fraction` = state / L; state L
 is the model's output, 0 bits under every lens.
 """
+
 import pandas as pd
 
 from tying import paper
@@ -20,9 +21,31 @@ from tying.plan.c3_by_width import PROCEDURE
 from tying.stats import format_cell, mean_ci
 
 ROLES = ("tied", "untied")
-COLUMNS = ["cell", "hidden_size", "layers", "steps", "lens", "procedure", "lens_steps", "lens_tokens", "state",
-           "fraction", "tied_bits", "untied_bits", "mean", "ci_low", "ci_high", "n_seeds", "tied_norm_ratio",
-           "untied_norm_ratio", "tied_cosine", "untied_cosine", "tied_lm_nats", "untied_lm_nats", "worst_lm_nats"]
+COLUMNS = [
+    "cell",
+    "hidden_size",
+    "layers",
+    "steps",
+    "lens",
+    "procedure",
+    "lens_steps",
+    "lens_tokens",
+    "state",
+    "fraction",
+    "tied_bits",
+    "untied_bits",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n_seeds",
+    "tied_norm_ratio",
+    "untied_norm_ratio",
+    "tied_cosine",
+    "untied_cosine",
+    "tied_lm_nats",
+    "untied_lm_nats",
+    "worst_lm_nats",
+]
 INTERVAL = "Student-t 95% over seeds"
 
 
@@ -38,17 +61,29 @@ def c3_by_width(cells, lens, sweeps, share, quality, certified):
     """
     if not cells:
         raise PipelineError("C3 by width: no cell has the tuned lens (scaling.lens)")
-    frames = [_cell_rows(c, lens[lens["pair"] == c["cell"]], _roles(c, sweeps), share[share["pair"] == c["cell"]],
-                         quality[quality["pair"] == c["cell"]], certified)
-              for c in sorted(cells, key=lambda c: c["hidden_size"])]
+    frames = [
+        _cell_rows(
+            c,
+            lens[lens["pair"] == c["cell"]],
+            _roles(c, sweeps),
+            share[share["pair"] == c["cell"]],
+            quality[quality["pair"] == c["cell"]],
+            certified,
+        )
+        for c in sorted(cells, key=lambda c: c["hidden_size"])
+    ]
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
 def _roles(cell, sweeps):
     """A cell's tuned_lens sweep rows at its final step, with pair (the cell) and role from their variants."""
     roles = {cell["tied"]: "tied", cell["untied"]: "untied"}
-    rows = sweeps[(sweeps["arch"] == cell["cell"]) & sweeps["variant"].isin(roles) & (sweeps["step"] == cell["steps"])
-                  & (sweeps["procedure"] == PROCEDURE)]
+    rows = sweeps[
+        (sweeps["arch"] == cell["cell"])
+        & sweeps["variant"].isin(roles)
+        & (sweeps["step"] == cell["steps"])
+        & (sweeps["procedure"] == PROCEDURE)
+    ]
     return rows.assign(pair=cell["cell"], role=rows["variant"].map(roles))
 
 
@@ -60,31 +95,57 @@ def _cell_rows(cell, lens, sweeps, share, quality, certified):
         raise PipelineError(f"C3 by width: cell {name} has no lens metric")
     if sweeps.empty:
         raise PipelineError(f"C3 by width: cell {name} has no {PROCEDURE} sweep rows at step {cell['steps']}")
-    sources = [("logit", "logit", 0, 0, lens[lens["lens"] == "logit"]),
-               *[(f"{PROCEDURE} {steps}", PROCEDURE, steps, _one_tokens(name, steps, rows), rows)
-                 for steps, rows in sweeps.groupby("steps")],
-               (f"certified {certified[0]}", "certified", *certified, lens[lens["lens"] == "tuned"])]
+    sources = [
+        ("logit", "logit", 0, 0, lens[lens["lens"] == "logit"]),
+        *[
+            (f"{PROCEDURE} {steps}", PROCEDURE, steps, _one_tokens(name, steps, rows), rows)
+            for steps, rows in sweeps.groupby("steps")
+        ],
+        (f"certified {certified[0]}", "certified", *certified, lens[lens["lens"] == "tuned"]),
+    ]
     residual = _complete(name, "residual share", share, seeds, layers)
     residual = residual.groupby(["layer", "role"])[["norm_ratio", "cosine"]].mean().unstack("role")
     margins = at_step(quality)
     margins = margins[margins["role"].isin(ROLES)]
     if set(margins["role"]) != set(ROLES):
         raise PipelineError(f"C3 by width: cell {name}'s quality metric lacks its tied or untied model")
-    facts = {"cell": name, "hidden_size": cell["hidden_size"], "layers": layers, "steps": cell["steps"],
-             **{f"{role}_lm_nats": margins.loc[margins["role"] == role, "margin"].mean() for role in ROLES},
-             "worst_lm_nats": margins["margin"].max()}
+    facts = {
+        "cell": name,
+        "hidden_size": cell["hidden_size"],
+        "layers": layers,
+        "steps": cell["steps"],
+        **{f"{role}_lm_nats": margins.loc[margins["role"] == role, "margin"].mean() for role in ROLES},
+        "worst_lm_nats": margins["margin"].max(),
+    }
     rows = []
     for label, procedure, lens_steps, tokens, frame in sources:
-        wide = _complete(name, f"{label} lens", frame, seeds, layers).pivot(index=["layer", "seed"], columns="role",
-                                                                             values="kl_bits")
+        wide = _complete(name, f"{label} lens", frame, seeds, layers).pivot(
+            index=["layer", "seed"], columns="role", values="kl_bits"
+        )
         for state, by_seed in wide.groupby(level="layer"):
             mean, low, high = mean_ci(by_seed["tied"] - by_seed["untied"])
-            rows.append(facts | {"lens": label, "procedure": procedure, "lens_steps": lens_steps, "lens_tokens": tokens,
-                                 "state": state, "fraction": state / layers, "tied_bits": by_seed["tied"].mean(),
-                                 "untied_bits": by_seed["untied"].mean(), "mean": mean, "ci_low": low, "ci_high": high,
-                                 "n_seeds": len(by_seed),
-                                 **{f"{role}_{key}": residual.loc[state, (key, role)]
-                                    for key in ("norm_ratio", "cosine") for role in ROLES}})
+            rows.append(
+                facts
+                | {
+                    "lens": label,
+                    "procedure": procedure,
+                    "lens_steps": lens_steps,
+                    "lens_tokens": tokens,
+                    "state": state,
+                    "fraction": state / layers,
+                    "tied_bits": by_seed["tied"].mean(),
+                    "untied_bits": by_seed["untied"].mean(),
+                    "mean": mean,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "n_seeds": len(by_seed),
+                    **{
+                        f"{role}_{key}": residual.loc[state, (key, role)]
+                        for key in ("norm_ratio", "cosine")
+                        for role in ROLES
+                    },
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -92,8 +153,10 @@ def _one_tokens(cell, steps, rows):
     """The tokens a budget's lenses trained on: one number, or the sweeps mix lens batches."""
     tokens = rows["tokens"].unique()
     if len(tokens) != 1:
-        raise PipelineError(f"C3 by width: cell {cell}'s {PROCEDURE} sweeps at {steps} steps trained on "
-                            f"{sorted(tokens)} tokens; give one lens batch")
+        raise PipelineError(
+            f"C3 by width: cell {cell}'s {PROCEDURE} sweeps at {steps} steps trained on "
+            f"{sorted(tokens)} tokens; give one lens batch"
+        )
     return int(tokens[0])
 
 
@@ -105,8 +168,10 @@ def _complete(cell, source, frame, seeds, layers):
             states = have.get((role, seed))
             if states != list(range(layers + 1)):
                 found = "none" if states is None else f"states {states}"
-                raise PipelineError(f"C3 by width: cell {cell}'s {source} of the {role} run of seed {seed} has "
-                                    f"{found}, not states 0-{layers} once")
+                raise PipelineError(
+                    f"C3 by width: cell {cell}'s {source} of the {role} run of seed {seed} has "
+                    f"{found}, not states 0-{layers} once"
+                )
     extra = sorted(set(frame["seed"]) - set(seeds))
     if extra:
         raise PipelineError(f"C3 by width: cell {cell}'s {source} has seeds {extra} its lens metric lacks")
@@ -130,30 +195,51 @@ def c3_by_width_markdown(table):
     """The page: each cell's models and margins; per cell and state the logit lens's KL, the gap under every lens
     and the residual share; the paper's per-state gaps."""
     lenses = list(dict.fromkeys(table["lens"]))
-    models = table.drop_duplicates("cell")[["cell", "hidden_size", "layers", "steps", "n_seeds", "tied_lm_nats",
-                                            "untied_lm_nats", "worst_lm_nats"]]
+    models = table.drop_duplicates("cell")[
+        ["cell", "hidden_size", "layers", "steps", "n_seeds", "tied_lm_nats", "untied_lm_nats", "worst_lm_nats"]
+    ]
     cells = table.assign(gap=[format_cell(*r) for r in zip(table["mean"], table["ci_low"], table["ci_high"])])
     wide = cells.pivot(index=["cell", "state"], columns="lens", values="gap")[lenses].add_prefix("gap ")
     logit = table[table["lens"] == "logit"].set_index(["cell", "state"])[["tied_bits", "untied_bits"]]
     first = table.drop_duplicates(["cell", "state"]).set_index(["cell", "state"])
     share = first[["tied_norm_ratio", "untied_norm_ratio", "tied_cosine", "untied_cosine"]]
-    states = pd.concat([first[["fraction"]], logit.set_axis(["logit tied", "logit untied"], axis=1), wide,
-                        share.set_axis(["tied norm ratio", "untied norm ratio", "tied cos", "untied cos"], axis=1)],
-                       axis=1).reset_index()
+    states = pd.concat(
+        [
+            first[["fraction"]],
+            logit.set_axis(["logit tied", "logit untied"], axis=1),
+            wide,
+            share.set_axis(["tied norm ratio", "untied norm ratio", "tied cos", "untied cos"], axis=1),
+        ],
+        axis=1,
+    ).reset_index()
     described = table.drop_duplicates("lens")
-    what = "; ".join(f"{r.lens}: {r.lens_steps:,} steps of {r.lens_tokens // max(r.lens_steps, 1):,} tokens"
-                     for r in described.itertuples() if r.procedure != "logit")
+    what = "; ".join(
+        f"{r.lens}: {r.lens_steps:,} steps of {r.lens_tokens // max(r.lens_steps, 1):,} tokens"
+        for r in described.itertuples()
+        if r.procedure != "logit"
+    )
     paper_text = ", ".join(f"{s} {g:+.2f}" for s, g in enumerate(paper_gaps()))
-    return "\n".join([
-        "# C3 by state against width", "",
-        "Each width's tied and untied models. LM margins: each model's validation "
-        "loss minus its bigram table's at the final step (nats; tied and untied: means over seeds; worst: the "
-        "largest over models and seeds).", "", markdown(models), "",
-        f"Per state: the logit lens's KL (bits, means over seeds); the gap tied minus untied under each lens (bits: "
-        f"mean [{INTERVAL}]); the residual share, mean ||h_0|| / ||h_s|| and mean cos(h_s, h_0) over the held-out "
-        f"tokens (h_L: the last block's output before the final norm), means over seeds. fraction = state / layers; "
-        f"the last state is the model's output. Lenses: {what} (tuned_lens: tuned-lens 0.2's optimiser and schedule "
-        "on this config's lens batch; certified: this config's lens recipe, whose certificate is in "
-        "results/tables/scaling.md).", "", markdown(states), "",
-        f"Paper (OLMo-1B vs OLMo-1B-0724, {paper.FIG2_LAYERS} layers), gap by state (bits, Figure 2's tuned "
-        f"lens): {paper_text}.", ""])
+    return "\n".join(
+        [
+            "# C3 by state against width",
+            "",
+            "Each width's tied and untied models. LM margins: each model's validation "
+            "loss minus its bigram table's at the final step (nats; tied and untied: means over seeds; worst: the "
+            "largest over models and seeds).",
+            "",
+            markdown(models),
+            "",
+            f"Per state: the logit lens's KL (bits, means over seeds); the gap tied minus untied under each lens "
+            f"(bits: mean [{INTERVAL}]); the residual share, mean ||h_0|| / ||h_s|| and mean cos(h_s, h_0) over the "
+            f"held-out tokens (h_L: the last block's output before the final norm), means over seeds. fraction = "
+            f"state / layers; the last state is the model's output. Lenses: {what} (tuned_lens: tuned-lens 0.2's "
+            "optimiser and schedule on this config's lens batch; certified: this config's lens recipe, whose "
+            "certificate is in results/tables/scaling.md).",
+            "",
+            markdown(states),
+            "",
+            f"Paper (OLMo-1B vs OLMo-1B-0724, {paper.FIG2_LAYERS} layers), gap by state (bits, Figure 2's tuned "
+            f"lens): {paper_text}.",
+            "",
+        ]
+    )

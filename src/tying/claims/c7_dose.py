@@ -22,6 +22,7 @@ claims table's Student-t 95% interval over seeds:
 - margin: the run's last validation loss minus its bigram table's (tying.metrics.model_quality): below 0
   predicts better than the table.
 """
+
 import math
 
 import numpy as np
@@ -33,8 +34,21 @@ from tying.stats import format_cell, mean_ci
 
 REFERENCES = {"C7a": "input_u", "C7b": "output_u"}
 RELATIVE = ("C7a", "C7a_chance", "C7b", "C7a_norm", "C7b_norm", "C7a_equal", "C7b_equal")  # 0 for the tied run
-SHOWN = ["variant", "dose", "seeds", "C7a", "C7a_chance", "C7b", "C7a_norm", "C7b_norm", "C7a_equal", "C7b_equal",
-         "equal_step", "in_share", "margin"]
+SHOWN = [
+    "variant",
+    "dose",
+    "seeds",
+    "C7a",
+    "C7a_chance",
+    "C7b",
+    "C7a_norm",
+    "C7b_norm",
+    "C7a_equal",
+    "C7b_equal",
+    "equal_step",
+    "in_share",
+    "margin",
+]
 
 
 def dose_seed_values(scaling, quality, provenance, doses, pair="main", reference=None):
@@ -52,17 +66,25 @@ def dose_seed_values(scaling, quality, provenance, doses, pair="main", reference
         if reference is not None:
             measures |= _referenced(scaling, quality, reference, variant, pair, measures)
         for measure, values in measures.items():
-            rows += [{"variant": variant, "dose": float(dose), "seed": int(s), "measure": measure, "value": float(v)}
-                     for s, v in values.items()]
+            rows += [
+                {"variant": variant, "dose": float(dose), "seed": int(s), "measure": measure, "value": float(v)}
+                for s, v in values.items()
+            ]
     return pd.DataFrame(rows)
 
 
 def _measures(scaling, quality, provenance, variant, pair):
     seeds = sorted(s for v, s in provenance if v == variant)
-    shift = {} if variant == "tied" else {  # the tied run is C7's reference: 0 by definition (dose_table)
-        f"{cid}{suffix}": scaling_shift(scaling, pair, variant, reference, target=target)
-        for cid, reference in REFERENCES.items()
-        for suffix, target in (("", "true"), ("_chance", "permuted")) if cid == "C7a" or not suffix}
+    shift = (
+        {}
+        if variant == "tied"
+        else {  # the tied run is C7's reference: 0 by definition (dose_table)
+            f"{cid}{suffix}": scaling_shift(scaling, pair, variant, reference, target=target)
+            for cid, reference in REFERENCES.items()
+            for suffix, target in (("", "true"), ("_chance", "permuted"))
+            if cid == "C7a" or not suffix
+        }
+    )
     in_share = pd.Series({s: _input_share(provenance[(variant, s)]) for s in seeds})
     return shift | {"in_share": in_share, "margin": _final_margins(quality, variant)}
 
@@ -125,12 +147,20 @@ def dose_table(seed_values):
     for (variant, dose), group in seed_values.groupby(["variant", "dose"], sort=False):
         row = {"variant": variant, "dose": dose, "seeds": group["seed"].nunique()}
         if variant == "tied":
-            row |= {k: v for m in RELATIVE if m in present for k, v in
-                    ((m, "0 (reference)"), (f"{m}_mean", 0.0), (f"{m}_low", math.nan), (f"{m}_high", math.nan))}
+            row |= {
+                k: v
+                for m in RELATIVE
+                if m in present
+                for k, v in ((m, "0 (reference)"), (f"{m}_mean", 0.0), (f"{m}_low", math.nan), (f"{m}_high", math.nan))
+            }
         for measure, values in group.groupby("measure", sort=False)["value"]:
             mean, low, high = mean_ci(values.to_numpy())
-            row |= {measure: format_cell(mean, low, high, digits=0 if measure == "equal_step" else 3),
-                    f"{measure}_mean": mean, f"{measure}_low": low, f"{measure}_high": high}
+            row |= {
+                measure: format_cell(mean, low, high, digits=0 if measure == "equal_step" else 3),
+                f"{measure}_mean": mean,
+                f"{measure}_low": low,
+                f"{measure}_high": high,
+            }
         rows.append(row)
     return pd.DataFrame(rows).sort_values("dose", ignore_index=True)
 
@@ -153,13 +183,17 @@ def curve_text(table):
         sides = {"above 0": [], "below 0": [], "crossing 0": [], "not measured": []}
         for row in doses.itertuples():
             low, high = getattr(row, f"{measure}_low"), getattr(row, f"{measure}_high")
-            side = ("not measured" if math.isnan(low) else "above 0" if low > 0 else "below 0" if high < 0
-                    else "crossing 0")
+            side = (
+                "not measured" if math.isnan(low) else "above 0" if low > 0 else "below 0" if high < 0 else "crossing 0"
+            )
             sides[side].append(f"x{row.dose:g}")
         lines.append(f"- {measure}: " + "; ".join(f"{side} at {', '.join(d)}" for side, d in sides.items() if d))
-    lines.append(f"\nAt the largest dose, x{table['dose'].iloc[-1]:g}, at the same step the curve supports: "
-                 f"{supports(table)}" + (f"; at the same margin: {supports(table, '_equal')}"
-                                         if "C7a_equal_mean" in table.columns else "") + ".")
+    lines.append(
+        f"\nAt the largest dose, x{table['dose'].iloc[-1]:g}, at the same step the curve supports: "
+        f"{supports(table)}"
+        + (f"; at the same margin: {supports(table, '_equal')}" if "C7a_equal_mean" in table.columns else "")
+        + "."
+    )
     return "\n".join(lines)
 
 

@@ -8,28 +8,62 @@ point keeps the analysed tokens its runs had drawn `min_count` times by that ste
 a token first drawn later still holds its initial row there, which would lean early points toward the
 claims. A point where no token has been drawn yet (step 0) has no claims.
 """
+
 import math
 
 import pandas as pd
 
-from tying.metrics.alignment import alignment_frame, scaling_frame
 from tying.claims import preconditions
 from tying.claims.definitions import ALL_TOKENS, CLAIMS, Statistic
 from tying.claims.statistics import claim_statistics
 from tying.claims.verdicts import claims_table
+from tying.frames import markdown, write_table
+from tying.metrics.alignment import alignment_frame, scaling_frame
 from tying.metrics.knn_overlap import knn_frame
 from tying.stats import format_cell
-from tying.frames import markdown, write_table
 from tying.tidy import with_ids
 
 CLAIM_IDS = ("LM", "C1", "C2", "C4", "C7a", "C7b")
-POINT_COLUMNS = ["pair", "point", "step", "tokens", "analysed_tokens", "exposure", "tied", "untied", "tied_tokens",
-                 "untied_tokens"]
+POINT_COLUMNS = [
+    "pair",
+    "point",
+    "step",
+    "tokens",
+    "analysed_tokens",
+    "exposure",
+    "tied",
+    "untied",
+    "tied_tokens",
+    "untied_tokens",
+]
 KINDS = ("value", "in_sample", "chance")  # per-seed rows; "token": one seed's per-token values
-TABLE_COLUMNS = ["claim", "mean", "ci_low", "ci_high", "n_seeds", "interval", "chance", "testable", "verdict",
-                 "on_claimed_side", "paper_value"]
-MD_COLUMNS = ["pair", "claim", "step", "tokens", "analysed_tokens", "exposure", "tied", "untied", "ours", "interval",
-              "chance", "verdict"]
+TABLE_COLUMNS = [
+    "claim",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n_seeds",
+    "interval",
+    "chance",
+    "testable",
+    "verdict",
+    "on_claimed_side",
+    "paper_value",
+]
+MD_COLUMNS = [
+    "pair",
+    "claim",
+    "step",
+    "tokens",
+    "analysed_tokens",
+    "exposure",
+    "tied",
+    "untied",
+    "ours",
+    "interval",
+    "chance",
+    "verdict",
+]
 
 
 def point_frames(untied, tied, scaled, keep, analysis, k, approximate):
@@ -38,22 +72,28 @@ def point_frames(untied, tied, scaled, keep, analysis, k, approximate):
     options = {"held_out": analysis["held_out"], "seed": analysis["split_seed"]}
     frames = {
         "alignment": alignment_frame(untied, tied, maps=("linear",), keep=keep, **options),
-        "knn": knn_frame(untied, tied, ks=(k,), approximate=approximate, keep=keep,
-                         null_seed=analysis["split_seed"] + 1),
+        "knn": knn_frame(
+            untied, tied, ks=(k,), approximate=approximate, keep=keep, null_seed=analysis["split_seed"] + 1
+        ),
     }
     if scaled:
-        frames["scaling"] = pd.concat([scaling_frame(emb, untied, keep=keep, **options).assign(variant=variant)
-                                       for variant, emb in scaled.items()], ignore_index=True)
+        frames["scaling"] = pd.concat(
+            [
+                scaling_frame(emb, untied, keep=keep, **options).assign(variant=variant)
+                for variant, emb in scaled.items()
+            ],
+            ignore_index=True,
+        )
     return frames
 
 
-def point_rows(untied, tied, scaled, keep, evolution, quality=None, *, ids, analysis, k, approximate,
-               scaled_variant):
+def point_rows(untied, tied, scaled, keep, evolution, quality=None, *, ids, analysis, k, approximate, scaled_variant):
     """One seed's statistic rows at one point: point_frames with `ids` (pair, seed, step) on the tokens `keep`,
     reduced by statistic_rows with the seed's per-token `evolution` drifts (or None) up to that step, on the
     same tokens, and its models' `quality` rows (or None) at that step."""
-    frames = {name: with_ids(f, ids) for name, f in point_frames(untied, tied, scaled, keep, analysis, k,
-                                                                 approximate).items()}
+    frames = {
+        name: with_ids(f, ids) for name, f in point_frames(untied, tied, scaled, keep, analysis, k, approximate).items()
+    }
     if evolution is not None:
         evolution = drift_means(evolution[evolution["step"] <= ids["step"]], keep)
     if quality is not None:
@@ -73,8 +113,8 @@ def statistic_rows(frames, evolution=None, *, pair, k, scaled_variant):
     """Tidy rows (claim, kind, token_id, value) of one seed's claim statistics at one point.
 
     frames: point_frames with columns pair, seed, step (and "quality": the models' quality rows at the step,
-    claim LM); evolution: the seed's evolution frame up to this point's step (C4), or None. kind is value, in_sample or chance (token_id -1), or token (the
-    per-token values a single pair of models is bootstrapped over).
+    claim LM); evolution: the seed's evolution frame up to this point's step (C4), or None. kind is value,
+    in_sample or chance (token_id -1), or token (the per-token values a single pair of models is bootstrapped over).
     """
     statistics = claim_statistics(**frames, evolution=evolution, pair=pair, k=k, scaled_variant=scaled_variant)
     rows = []
@@ -87,8 +127,16 @@ def statistic_rows(frames, evolution=None, *, pair, k, scaled_variant):
             if values is not None:
                 rows.append(pd.DataFrame({"claim": cid, "kind": kind, "token_id": -1, "value": values.to_numpy()}))
         if stat.per_token is not None:
-            rows.append(pd.DataFrame({"claim": cid, "kind": "token", "token_id": stat.per_token.index.to_numpy(),
-                                      "value": stat.per_token.to_numpy()}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "claim": cid,
+                        "kind": "token",
+                        "token_id": stat.per_token.index.to_numpy(),
+                        "value": stat.per_token.to_numpy(),
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -123,21 +171,31 @@ def first_holding(table):
     for (pair, claim), rows in table.groupby(["pair", "claim"], sort=False):
         holds = rows["verdict"].str.startswith("holds").to_numpy()
         first = int(holds.argmax()) if holds.any() else None
-        out.append({"pair": pair, "claim": claim,
-                    "first_step": rows["step"].iloc[first] if first is not None else math.nan,
-                    "first_tokens": rows["tokens"].iloc[first] if first is not None else math.nan,
-                    "holds_after": first is not None and bool(holds[first:].all())})
+        out.append(
+            {
+                "pair": pair,
+                "claim": claim,
+                "first_step": rows["step"].iloc[first] if first is not None else math.nan,
+                "first_tokens": rows["tokens"].iloc[first] if first is not None else math.nan,
+                "holds_after": first is not None and bool(holds[first:].all()),
+            }
+        )
     return pd.DataFrame(out)
 
 
 def write_claims_over_training(table, csv_path, md_path):
     """The table to CSV (every column) and Markdown (readable columns, then when each claim first holds)."""
-    shown = table.assign(ours=[format_cell(*r) for r in zip(table["mean"], table["ci_low"], table["ci_high"])],
-                         tokens=table["tokens"].map(tokens_label))
+    shown = table.assign(
+        ours=[format_cell(*r) for r in zip(table["mean"], table["ci_low"], table["ci_high"])],
+        tokens=table["tokens"].map(tokens_label),
+    )
     first = first_holding(table).assign(
-        first=lambda f: ["never" if pd.isna(t) else tokens_label(t) + ("" if pd.isna(s) else f" (step {s:.0f})")
-                         for s, t in zip(f["first_step"], f["first_tokens"])],
-        every_later_point=lambda f: f["holds_after"].map({True: "yes", False: "no"}))
+        first=lambda f: [
+            "never" if pd.isna(t) else tokens_label(t) + ("" if pd.isna(s) else f" (step {s:.0f})")
+            for s, t in zip(f["first_step"], f["first_tokens"])
+        ],
+        every_later_point=lambda f: f["holds_after"].map({True: "yes", False: "no"}),
+    )
     first_text = markdown(first, ["pair", "claim", "first", "every_later_point"])
     write_table(table, csv_path, md_path, MD_COLUMNS, shown, "\nFirst point where each claim holds:\n\n" + first_text)
 

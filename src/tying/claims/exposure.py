@@ -21,6 +21,7 @@ The claims by lookup share take the same values within strata of each token's lo
 steps whose batch looked it up: tying.data.token_sets) in place of its draws: whether a claim follows how
 often a row got a gradient at all, which batches as large as the paper's give nearly every row at every step.
 """
+
 import math
 
 import numpy as np
@@ -34,14 +35,39 @@ from tying.frames import at_step, only, pick, write_table
 from tying.tidy import read_frames
 
 VALUE_COLUMNS = ["pair", "claim", "seed", "token_id", "value", "chance"]
-TABLE_COLUMNS = ["pair", "claim", "stratum", "draws_low", "draws_high", "tokens", "ours", "interval", "chance",
-                 "verdict", "paper", "left_out"]
-LOOKUP_COLUMNS = ["pair", "claim", "stratum", "share_low", "share_high", "tokens", "ours", "interval", "chance",
-                  "verdict", "paper", "left_out"]
+TABLE_COLUMNS = [
+    "pair",
+    "claim",
+    "stratum",
+    "draws_low",
+    "draws_high",
+    "tokens",
+    "ours",
+    "interval",
+    "chance",
+    "verdict",
+    "paper",
+    "left_out",
+]
+LOOKUP_COLUMNS = [
+    "pair",
+    "claim",
+    "stratum",
+    "share_low",
+    "share_high",
+    "tokens",
+    "ours",
+    "interval",
+    "chance",
+    "verdict",
+    "paper",
+    "left_out",
+]
 
 
-def token_values(pair, alignment=None, knn=None, evolution_tokens=None, scaling_tokens=None, *, k=10,
-                 scaled_variant="tied_x5"):
+def token_values(
+    pair, alignment=None, knn=None, evolution_tokens=None, scaling_tokens=None, *, k=10, scaled_variant="tied_x5"
+):
     """Per-token values of each claim whose frame is given, at the pair's compared (last) step ->
     frame pair, claim, seed, token_id, value, chance (NaN where the claim has none).
 
@@ -72,14 +98,24 @@ def token_values(pair, alignment=None, knn=None, evolution_tokens=None, scaling_
     return pd.concat(parts, ignore_index=True).assign(pair=pair)[VALUE_COLUMNS]
 
 
-def pairs_values(pairs, token_sets, alignment, knn, evolution_tokens=None, scaling_tokens=None, *, k=10,
-                 scaled_variant="tied_x5"):
+def pairs_values(
+    pairs, token_sets, alignment, knn, evolution_tokens=None, scaling_tokens=None, *, k=10, scaled_variant="tied_x5"
+):
     """token_values of each of `pairs` that has a token set (the first also with its per-token drifts and
     cosines, the others C1 and C2), with each token's draws (with_draws)."""
     trained = set(token_sets["pair"])
-    values = [token_values(pair, alignment, knn, *((evolution_tokens, scaling_tokens) if i == 0 else ()), k=k,
-                           scaled_variant=scaled_variant)
-              for i, pair in enumerate(pairs) if pair in trained]
+    values = [
+        token_values(
+            pair,
+            alignment,
+            knn,
+            *((evolution_tokens, scaling_tokens) if i == 0 else ()),
+            k=k,
+            scaled_variant=scaled_variant,
+        )
+        for i, pair in enumerate(pairs)
+        if pair in trained
+    ]
     return with_draws(pd.concat(values, ignore_index=True), token_sets)
 
 
@@ -87,16 +123,26 @@ def job_values(inputs, params):
     """A claims-by-stratum job's `pairs_values`: the metric frames among its `inputs` (alignment, knn,
     evolution_tokens, scaling_tokens), its token sets, and its params' pairs, token-set ids, knn_k and scaled
     variant."""
-    frames = {name: read_frames(inputs[name]) for name in ("alignment", "knn", "evolution_tokens", "scaling_tokens")
-              if name in inputs.keys()}
-    return pairs_values(params.pairs, read_token_sets(inputs.token_sets, params.token_sets), **frames, k=params.knn_k,
-                        scaled_variant=params.scaled_variant)
+    frames = {
+        name: read_frames(inputs[name])
+        for name in ("alignment", "knn", "evolution_tokens", "scaling_tokens")
+        if name in inputs.keys()
+    }
+    return pairs_values(
+        params.pairs,
+        read_token_sets(inputs.token_sets, params.token_sets),
+        **frames,
+        k=params.knn_k,
+        scaled_variant=params.scaled_variant,
+    )
 
 
 def read_token_sets(paths, ids):
     """One frame of the token sets at `paths`, each with its (pair, seed) of `ids` as columns."""
-    return pd.concat([pd.read_parquet(path).assign(pair=pair, seed=int(seed)) for path, (pair, seed) in zip(paths, ids)],
-                     ignore_index=True)
+    return pd.concat(
+        [pd.read_parquet(path).assign(pair=pair, seed=int(seed)) for path, (pair, seed) in zip(paths, ids)],
+        ignore_index=True,
+    )
 
 
 def _values(cid, wide, minuend, subtrahend, metric):
@@ -170,8 +216,11 @@ def comparable_rows(values, pairs, comparable_draws, mixture=None):
         statistics[pair] = seed_statistics(rows)
         counts = rows.groupby(["claim", "seed"]).size().groupby("claim").agg(["min", "max"])
         table = claims_table(statistics[pair], pair=pair)
-        tables.append(table.assign(detail=[_range_text(pd.Series(counts.loc[c].to_numpy())) + " tokens a seed"
-                                           for c in table["claim"]]))
+        tables.append(
+            table.assign(
+                detail=[_range_text(pd.Series(counts.loc[c].to_numpy())) + " tokens a seed" for c in table["claim"]]
+            )
+        )
         seeds.append(seed_table(statistics[pair]).assign(pair=pair))
     first = pairs[0]
     if mixture in statistics and first in statistics:
@@ -180,18 +229,24 @@ def comparable_rows(values, pairs, comparable_draws, mixture=None):
         seeds.append(seed_table(calibrated).assign(pair=first))
     if not tables:
         return pd.DataFrame(), pd.DataFrame()
-    return (pd.concat(tables, ignore_index=True).assign(token_set=label),
-            pd.concat(seeds, ignore_index=True).assign(token_set=label))
+    return (
+        pd.concat(tables, ignore_index=True).assign(token_set=label),
+        pd.concat(seeds, ignore_index=True).assign(token_set=label),
+    )
 
 
 def with_comparable(table, comparable, pairs):
     """A claims or seed table with its comparable-token rows, each after the same pair's and claim's
     all-token rows."""
     table = pd.concat([table, comparable], ignore_index=True)
-    rank = {"pair": {p: i for i, p in enumerate(pairs)}, "claim": {c: i for i, c in enumerate(CLAIMS)},
-            "token_set": {ALL_TOKENS: 0}}
-    return table.sort_values(["pair", "claim", "token_set"], key=lambda c: c.map(rank[c.name]).fillna(1),
-                             kind="stable", ignore_index=True)
+    rank = {
+        "pair": {p: i for i, p in enumerate(pairs)},
+        "claim": {c: i for i, c in enumerate(CLAIMS)},
+        "token_set": {ALL_TOKENS: 0},
+    }
+    return table.sort_values(
+        ["pair", "claim", "token_set"], key=lambda c: c.map(rank[c.name]).fillna(1), kind="stable", ignore_index=True
+    )
 
 
 def exposure_table(values, edges, min_tokens, by="drawn"):
@@ -205,8 +260,10 @@ def exposure_table(values, edges, min_tokens, by="drawn"):
     """
     prefix, label_of = STRATA_BY[by]
     if by not in values.columns or values[by].isna().any():
-        raise PipelineError(f"the token sets have no {by} for every token: their drawn counts predate it "
-                            "(rebuild them: snakemake -R drawn)")
+        raise PipelineError(
+            f"the token sets have no {by} for every token: their drawn counts predate it "
+            "(rebuild them: snakemake -R drawn)"
+        )
     labels = label_of(list(edges))
     values = values.assign(stratum=strata(values[by], edges))
     rows = []
@@ -216,17 +273,32 @@ def exposure_table(values, edges, min_tokens, by="drawn"):
             part = group if index is None else group[group["stratum"] == index]
             counts = part.groupby("seed").size().reindex(group["seed"].unique(), fill_value=0)
             low, high = (edges[0], math.inf) if index is None else (edges[index], (list(edges) + [math.inf])[index + 1])
-            base = {"pair": pair, "claim": cid, "stratum": label, f"{prefix}_low": low, f"{prefix}_high": high,
-                    "tokens": _range_text(counts), "tokens_min": int(counts.min()), "n_seeds": n_seeds,
-                    "paper": CLAIMS[cid].paper, "paper_value": CLAIMS[cid].paper_value}
+            base = {
+                "pair": pair,
+                "claim": cid,
+                "stratum": label,
+                f"{prefix}_low": low,
+                f"{prefix}_high": high,
+                "tokens": _range_text(counts),
+                "tokens_min": int(counts.min()),
+                "n_seeds": n_seeds,
+                "paper": CLAIMS[cid].paper,
+                "paper_value": CLAIMS[cid].paper_value,
+            }
             if counts.min() < min_tokens:
                 rows.append({**base, "left_out": f"fewer than {min_tokens} tokens in a seed"})
                 continue
             statistic = seed_statistics(part)
             row = claims_table(statistic).iloc[0]
             chance = statistic[cid].chance
-            rows.append({**base, "left_out": "", "chance_mean": math.nan if chance is None else float(chance.mean()),
-                         **{c: row[c] for c in ("ours", "interval", "chance", "verdict", "mean", "ci_low", "ci_high")}})
+            rows.append(
+                {
+                    **base,
+                    "left_out": "",
+                    "chance_mean": math.nan if chance is None else float(chance.mean()),
+                    **{c: row[c] for c in ("ours", "interval", "chance", "verdict", "mean", "ci_low", "ci_high")},
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -16,6 +16,7 @@ carry (docs/statistics.md, "Preconditions"):
 A local pair (both models directories on disk) has its models but neither their training run nor their training
 data: its table lists the claims that need those as "not testable here" with the reason (`with_unmeasured`).
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +56,11 @@ NO_RUN = "no training run here: the tied model's gradient over its first steps i
 NO_DATA = "no training data here: how often training drew each token is unknown"
 UNMEASURED = {  # claim -> why a local pair's table cannot measure it
     "C4": "no checkpoints of the untied model (pairs.<pair>.evolution: training step -> directory)",
-    "C5": NO_RUN, "C5p": NO_RUN, "C6a": NO_DATA, "C6b": NO_DATA, "C6c": NO_DATA,
+    "C5": NO_RUN,
+    "C5p": NO_RUN,
+    "C6a": NO_DATA,
+    "C6b": NO_DATA,
+    "C6c": NO_DATA,
     "C7a": "no input-gradient-scaled tied runs: only a pair the pipeline trains has them",
 }
 UNMEASURED["C7b"] = UNMEASURED["C7a"]
@@ -103,10 +108,11 @@ def pair_checks(table, first, lens=None, norm_freq=None):
 
 
 def testable(cid, checks):
-    """"yes", or "no: ..." naming each failed precondition of claim `cid` and what was seen; `checks`:
+    """ "yes", or "no: ..." naming each failed precondition of claim `cid` and what was seen; `checks`:
     {precondition: Check} of the pair (a missing one is not checked)."""
-    failed = [f"{name}: {checks[name].seen}" for name in NEEDS.get(cid, ()) if name in checks
-              and not checks[name].passed]
+    failed = [
+        f"{name}: {checks[name].seen}" for name in NEEDS.get(cid, ()) if name in checks and not checks[name].passed
+    ]
     return "no: " + "; ".join(failed) if failed else "yes"
 
 
@@ -115,8 +121,10 @@ def apply(table, checks):
     testable here" where a precondition fails, and what the room and peak-draws checks saw added to the
     detail of the claims that need them; `checks`: {pair: {precondition: Check}} (pair_checks)."""
     status = [testable(cid, checks.get(pair, {})) for pair, cid in zip(table["pair"], table["claim"])]
-    detail = [_with_seen(text, cid, checks.get(pair, {})) for pair, cid, text in
-              zip(table["pair"], table["claim"], table["detail"].fillna(""))]
+    detail = [
+        _with_seen(text, cid, checks.get(pair, {}))
+        for pair, cid, text in zip(table["pair"], table["claim"], table["detail"].fillna(""))
+    ]
     verdict = np.where([s.startswith("no") for s in status], "not testable here", table["verdict"])
     return table.assign(needs=table["claim"].map(needs_text), testable=status, verdict=verdict, detail=detail)
 
@@ -130,14 +138,29 @@ def with_unmeasured(table, pair):
     """`table` with a row for each claim of UNMEASURED it has none for `pair` (a local pair): verdict "not testable
     here", testable "no: " and the reason, what it needs; the pair's rows then in CLAIMS order."""
     missing = [cid for cid in UNMEASURED if cid not in set(table.loc[table["pair"] == pair, "claim"])]
-    rows = pd.DataFrame([{"pair": pair, "claim": cid, "description": CLAIMS[cid].description,
-                          "paper": CLAIMS[cid].paper, "ours": "", "criterion": CLAIMS[cid].criterion,
-                          "verdict": "not testable here", "detail": "", "paper_value": CLAIMS[cid].paper_value,
-                          "token_set": ALL_TOKENS, "needs": needs_text(cid),
-                          "testable": "no: " + UNMEASURED[cid].replace("<pair>", pair)} for cid in missing])
+    rows = pd.DataFrame(
+        [
+            {
+                "pair": pair,
+                "claim": cid,
+                "description": CLAIMS[cid].description,
+                "paper": CLAIMS[cid].paper,
+                "ours": "",
+                "criterion": CLAIMS[cid].criterion,
+                "verdict": "not testable here",
+                "detail": "",
+                "paper_value": CLAIMS[cid].paper_value,
+                "token_set": ALL_TOKENS,
+                "needs": needs_text(cid),
+                "testable": "no: " + UNMEASURED[cid].replace("<pair>", pair),
+            }
+            for cid in missing
+        ]
+    )
     table = pd.concat([table, rows], ignore_index=True)
     rank = {cid: i for i, cid in enumerate(CLAIMS)}
     pairs = {name: i for i, name in enumerate(pd.unique(table["pair"]))}
-    order = table.assign(_p=table["pair"].map(pairs), _c=table["claim"].map(rank)).sort_values(["_p", "_c"],
-                                                                                                 kind="stable")
+    order = table.assign(_p=table["pair"].map(pairs), _c=table["claim"].map(rank)).sort_values(
+        ["_p", "_c"], kind="stable"
+    )
     return table.loc[order.index].reset_index(drop=True)

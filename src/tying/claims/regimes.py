@@ -14,6 +14,7 @@ the claims table's Student-t 95% interval and verdict.
 
 Each LABEL=DIRECTORY is a build's working directory (a config's runs/<name>/) holding its claims table.
 """
+
 import argparse
 import re
 import sys
@@ -28,7 +29,8 @@ from tying.claims.exposure import seed_statistics, token_values
 from tying.claims.verdicts import claims_table
 from tying.errors import PipelineError
 from tying.frames import at_step, markdown
-from tying.paper import CLAIMS as PAPER, DRIFT as PAPER_DRIFT
+from tying.paper import CLAIMS as PAPER
+from tying.paper import DRIFT as PAPER_DRIFT
 from tying.stats import format_cell, mean_ci
 
 PER_TOKEN = ("C1", "C2", "C4", "C7a", "C7b")
@@ -52,8 +54,10 @@ class Build:
 
     def frames(self, metric):
         """The pair's per-seed frames of a metric (results/metrics/<metric>/<pair>/seed<s>.parquet), one frame."""
-        return pd.concat([pd.read_parquet(self.path("metrics", metric, self.pair, f"seed{s}.parquet"))
-                          for s in self.seeds], ignore_index=True)
+        return pd.concat(
+            [pd.read_parquet(self.path("metrics", metric, self.pair, f"seed{s}.parquet")) for s in self.seeds],
+            ignore_index=True,
+        )
 
     @cached_property
     def strings(self):
@@ -65,9 +69,15 @@ class Build:
 
     def drawn(self):
         """Each analysed token's fewest draws over the pair's runs, per seed: frame seed, token_id, drawn."""
-        return pd.concat([pd.read_parquet(self.path("token_sets", self.pair, f"seed{s}.parquet"),
-                                          columns=["token_id", "drawn"]).assign(seed=s) for s in self.seeds],
-                         ignore_index=True)
+        return pd.concat(
+            [
+                pd.read_parquet(
+                    self.path("token_sets", self.pair, f"seed{s}.parquet"), columns=["token_id", "drawn"]
+                ).assign(seed=s)
+                for s in self.seeds
+            ],
+            ignore_index=True,
+        )
 
 
 def read_build(label, directory):
@@ -78,8 +88,11 @@ def read_build(label, directory):
         raise PipelineError(f"{label}: {directory} holds no claims table ({path}); build it first")
     claims = pd.read_parquet(path)
     pair = claims["pair"].iloc[0]
-    seeds = sorted(int(p.stem.removeprefix("seed")) for p in (directory / "results" / "token_sets" / pair).glob("seed*.parquet")
-                   if not p.stem.endswith("_by_step"))
+    seeds = sorted(
+        int(p.stem.removeprefix("seed"))
+        for p in (directory / "results" / "token_sets" / pair).glob("seed*.parquet")
+        if not p.stem.endswith("_by_step")
+    )
     if not seeds:
         raise PipelineError(f"{label}: {directory} has no token sets of pair {pair!r} (results/token_sets/{pair}/)")
     return Build(label, directory, pair, claims[claims["pair"] == pair], tuple(seeds))
@@ -105,12 +118,22 @@ def common_values(build, strings, k=10, scaled_variant="tied_x5"):
     ids = {i for i, s in build.strings.items() if s in wanted}
     keep = lambda frame: frame[frame["token_id"].isin(ids)]  # noqa: E731
     evolution = keep(build.frames("evolution_tokens"))
-    values = token_values(build.pair, keep(build.frames("alignment")), keep(build.frames("knn")), evolution,
-                          keep(build.frames("scaling_tokens")), k=k, scaled_variant=scaled_variant)
+    values = token_values(
+        build.pair,
+        keep(build.frames("alignment")),
+        keep(build.frames("knn")),
+        evolution,
+        keep(build.frames("scaling_tokens")),
+        k=k,
+        scaled_variant=scaled_variant,
+    )
     counts = values.groupby(["claim", "seed"]).size()
     drift = at_step(evolution, by=("run",)).groupby(["seed", "matrix"])["drift"].mean().unstack()
-    return (seed_statistics(values), {row: drift[matrix] for row, matrix in DRIFTS.items()},
-            (int(counts.min()), int(counts.max())))
+    return (
+        seed_statistics(values),
+        {row: drift[matrix] for row, matrix in DRIFTS.items()},
+        (int(counts.min()), int(counts.max())),
+    )
 
 
 def own_rows(build):
@@ -125,11 +148,16 @@ def own_rows(build):
     budget = build.path("tables", "lens_budget.parquet")
     if budget.is_file():
         sweep = pd.read_parquet(budget)
-        row = sweep[(sweep["comparison"] == sweep["comparison"].iloc[0]) & (sweep["procedure"] == LENS_BUDGET[0])
-                    & (sweep["steps"] == LENS_BUDGET[1])]
+        row = sweep[
+            (sweep["comparison"] == sweep["comparison"].iloc[0])
+            & (sweep["procedure"] == LENS_BUDGET[0])
+            & (sweep["steps"] == LENS_BUDGET[1])
+        ]
         if len(row):
             r = row.iloc[0]
-            cells["C3 tuned-lens 500"] = format_cell(r.c3_mean, r.c3_ci_low, r.c3_ci_high) + f" ({int(r.tokens):,} tokens)"
+            cells["C3 tuned-lens 500"] = (
+                format_cell(r.c3_mean, r.c3_ci_low, r.c3_ci_high) + f" ({int(r.tokens):,} tokens)"
+            )
     return cells
 
 
@@ -140,8 +168,24 @@ def paper_cells():
     return cells | {row: f"{PAPER_DRIFT[matrix]:.2f}" for row, matrix in DRIFTS.items()}
 
 
-OWN_ORDER = ["LM", "C1", "C2", "C3", "C3s0", "C3 tuned-lens 500", "C4", *DRIFTS, "C5", "C5p", "C6a", "C6b", "C6c",
-             "C6c raw", "C7a", "C7b"]
+OWN_ORDER = [
+    "LM",
+    "C1",
+    "C2",
+    "C3",
+    "C3s0",
+    "C3 tuned-lens 500",
+    "C4",
+    *DRIFTS,
+    "C5",
+    "C5p",
+    "C6a",
+    "C6b",
+    "C6c",
+    "C6c raw",
+    "C7a",
+    "C7b",
+]
 
 
 def regimes_table(builds, draws=100, k=10):
@@ -151,14 +195,22 @@ def regimes_table(builds, draws=100, k=10):
     (common_tokens at `draws`) from the builds' per-token metrics, with a `tokens` row giving how many common
     tokens each seed scored."""
     paper, own = paper_cells(), {b.label: own_rows(b) for b in builds}
-    rows = [{"token set": ALL_TOKENS, "claim": r, "paper": paper.get(r, ""), **{b.label: own[b.label].get(r, "")
-                                                                                   for b in builds}}
-            for r in OWN_ORDER if any(r in own[b.label] for b in builds)]
+    rows = [
+        {
+            "token set": ALL_TOKENS,
+            "claim": r,
+            "paper": paper.get(r, ""),
+            **{b.label: own[b.label].get(r, "") for b in builds},
+        }
+        for r in OWN_ORDER
+        if any(r in own[b.label] for b in builds)
+    ]
     strings = common_tokens(builds, draws)
     label = f"common: drawn >= {draws} in every regime ({len(strings)} tokens)"
     if len(strings) < 2:
-        return pd.DataFrame(rows + [{"token set": label, "claim": "tokens", "paper": "", **{b.label: "too few"
-                                                                                           for b in builds}}])
+        return pd.DataFrame(
+            rows + [{"token set": label, "claim": "tokens", "paper": "", **{b.label: "too few" for b in builds}}]
+        )
     common = {b.label: common_values(b, strings, k=k) for b in builds}
     for cid in [*PER_TOKEN[:3], *DRIFTS, *PER_TOKEN[3:]]:
         cells = {}
@@ -170,8 +222,9 @@ def regimes_table(builds, draws=100, k=10):
             else:
                 cells[b.label] = format_cell(*mean_ci(drifts[cid])) if cid in drifts else ""
         rows.append({"token set": label, "claim": cid, "paper": paper.get(cid, ""), **cells})
-    counts = {b.label: f"{common[b.label][2][0]:,}-{common[b.label][2][1]:,} a seed (held out for C1, C7)"
-              for b in builds}
+    counts = {
+        b.label: f"{common[b.label][2][0]:,}-{common[b.label][2][1]:,} a seed (held out for C1, C7)" for b in builds
+    }
     return pd.DataFrame(rows + [{"token set": label, "claim": "tokens", "paper": "", **counts}])
 
 

@@ -1,6 +1,7 @@
 """The claims table of a run: every claim of its first pair, C1, C2 and LM of the pairs after it, the
 calibrated claims, and (trained pairs) each per-token claim again on well-exposed tokens, with
 each claim's preconditions applied."""
+
 import pandas as pd
 
 from tying.claims.definitions import ALL_TOKENS, NORM_SHUFFLES
@@ -22,12 +23,19 @@ def claims_tables(frames, further, options, token_sets=None, per_token=None, com
     sets (tying.claims.exposure.read_token_sets); per_token: {"evolution_tokens", "scaling_tokens": frame}.
     """
     pairs = options["pairs"]
-    table, seeds = claims_report(frames, pairs, further, commits, paper_scale,
-                                 **{name: options[name] for name in REPORT_OPTIONS})
+    table, seeds = claims_report(
+        frames, pairs, further, commits, paper_scale, **{name: options[name] for name in REPORT_OPTIONS}
+    )
     if token_sets is not None:
         metrics = {name: pd.concat([frames[name], further.get(name)]) for name in ("alignment", "knn")}
-        values = pairs_values(pairs, token_sets, **metrics, **(per_token or {}), k=options["knn_k"],
-                              scaled_variant=options["scaled_variant"])
+        values = pairs_values(
+            pairs,
+            token_sets,
+            **metrics,
+            **(per_token or {}),
+            k=options["knn_k"],
+            scaled_variant=options["scaled_variant"],
+        )
         rows, seed_rows = comparable_rows(values, pairs, options["comparable_draws"], options["mixture"])
         table, seeds = with_comparable(table, rows, pairs), with_comparable(seeds, seed_rows, pairs)
     table = apply(table, pair_checks(table, pairs[0], frames.get("lens"), frames.get("norm_freq")))
@@ -36,9 +44,21 @@ def claims_tables(frames, further, options, token_sets=None, per_token=None, com
     return table, seeds
 
 
-def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *, knn_k=10, early_steps=None,
-                  scaled_variant="tied_x5", released=(), at_paper_scale=False, mixture=None,
-                  norm_shuffles=NORM_SHUFFLES):
+def claims_report(
+    frames,
+    pairs,
+    further=None,
+    commits=None,
+    paper_scale=None,
+    *,
+    knn_k=10,
+    early_steps=None,
+    scaled_variant="tied_x5",
+    released=(),
+    at_paper_scale=False,
+    mixture=None,
+    norm_shuffles=NORM_SHUFFLES,
+):
     """The claims table and its per-seed values -> (table, seeds), as results/tables/claims.* hold them.
 
     frames: {claim_statistics argument: tidy frame} of the first of `pairs`; further: {"alignment",
@@ -49,23 +69,34 @@ def claims_report(frames, pairs, further=None, commits=None, paper_scale=None, *
     further pair that is the mixture control, whose C1 and C2 calibrate the first pair's (C1cal, C2cal).
     """
     pair, *others = pairs
-    statistics = claim_statistics(**frames, pair=pair, k=knn_k, early_steps=early_steps, scaled_variant=scaled_variant,
-                                  norm_shuffles=norm_shuffles)
+    statistics = claim_statistics(
+        **frames,
+        pair=pair,
+        k=knn_k,
+        early_steps=early_steps,
+        scaled_variant=scaled_variant,
+        norm_shuffles=norm_shuffles,
+    )
     rows = ", ".join(sorted({r for f in frames.values() if "rows" in f.columns for r in f["rows"].unique()}))
     table = claims_table(statistics, one_pair=at_paper_scale, pair=pair).assign(rows=rows)
     if commits:  # released models: the short commits their numbers came from (tied, untied)
         table = table.assign(commits=" / ".join(c[:7] for c in commits))
     if paper_scale is not None:  # a paper-scale run's claims table
         table = with_paper_scale(table, paper_scale_values(paper_scale)).assign(
-            **{f"paper_scale_{c}": paper_scale[c].iloc[0] if c in paper_scale.columns else ""
-               for c in ("rows", "commits")})
+            **{
+                f"paper_scale_{c}": paper_scale[c].iloc[0] if c in paper_scale.columns else ""
+                for c in ("rows", "commits")
+            }
+        )
     elif at_paper_scale:  # this run is the paper-scale one
         table = with_paper_scale(table, paper_scale_values(table)).assign(
-            paper_scale_rows=rows, paper_scale_commits=table.get("commits", ""))
+            paper_scale_rows=rows, paper_scale_commits=table.get("commits", "")
+        )
     seeds = seed_table(statistics).assign(pair=pair)
     if others:
-        more, more_seeds = further_claims(further["alignment"], further["knn"], others, knn_k, released,
-                                          further.get("quality"))
+        more, more_seeds = further_claims(
+            further["alignment"], further["knn"], others, knn_k, released, further.get("quality")
+        )
         table, seeds = pd.concat([table, more], ignore_index=True), pd.concat([seeds, more_seeds], ignore_index=True)
     if mixture is not None:
         calibrated = calibrated_statistics(statistics, seed_statistics(seeds, mixture))
@@ -85,4 +116,3 @@ def further_claims(alignment, knn, pairs, k=10, released=(), quality=None):
         tables.append(claims_table(statistics, one_pair=pair in released, pair=pair))
         seeds.append(seed_table(statistics).assign(pair=pair))
     return pd.concat(tables, ignore_index=True), pd.concat(seeds, ignore_index=True)
-

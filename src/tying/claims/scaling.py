@@ -15,22 +15,51 @@ Trends (`paired_trends`): cells that differ in one factor (the next token budget
 size at one budget) share their seeds' data order, so each claim's change from one cell to the other is
 taken per seed, cell minus cell, and its mean gets a Student-t 95% interval over the shared seeds.
 """
+
 import pandas as pd
 
 from tying.claims.definitions import ALL_TOKENS, CLAIMS
-from tying.errors import PipelineError
 from tying.claims.exposure import TABLE_COLUMNS
+from tying.errors import PipelineError
 from tying.frames import markdown, write_table
-from tying.plan.grid import SHAPE_COLUMNS
 from tying.io import atomic_path
+from tying.plan.grid import SHAPE_COLUMNS
 from tying.stats import format_cell, mean_ci
 
-COLUMNS = ["cell", "hidden_size", "layers", "steps", "tokens", "params", "embedding_share", "claim", "token_set",
-           "ours", "mean", "ci_low", "ci_high", "n_seeds", "verdict", "chance", "paper_value"]
+COLUMNS = [
+    "cell",
+    "hidden_size",
+    "layers",
+    "steps",
+    "tokens",
+    "params",
+    "embedding_share",
+    "claim",
+    "token_set",
+    "ours",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n_seeds",
+    "verdict",
+    "chance",
+    "paper_value",
+]
 CARRIED = ["claim", "token_set", "mean", "ci_low", "ci_high", "n_seeds", "verdict", "paper_value"]
 EXPOSURE_COLUMNS = SHAPE_COLUMNS + [c for c in TABLE_COLUMNS if c not in ("pair", "draws_low", "draws_high")]
-TREND_COLUMNS = ["factor", "from_cell", "to_cell", "claim", "token_set", "change", "mean", "ci_low", "ci_high",
-                 "n_seeds", "trend"]
+TREND_COLUMNS = [
+    "factor",
+    "from_cell",
+    "to_cell",
+    "claim",
+    "token_set",
+    "change",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n_seeds",
+    "trend",
+]
 
 
 def scaling_table(claims, cell_facts, seeds=None):
@@ -57,8 +86,11 @@ def scaling_table(claims, cell_facts, seeds=None):
         frames.append(rows)
     out = pd.concat(frames, ignore_index=True)
     out["ours"] = [format_cell(*r) for r in zip(out["mean"], out["ci_low"], out["ci_high"])]
-    rank = {"claim": {c: i for i, c in enumerate(CLAIMS)}, "cell": {cell: i for i, cell in enumerate(facts.index)},
-            "token_set": {ALL_TOKENS: 0}}
+    rank = {
+        "claim": {c: i for i, c in enumerate(CLAIMS)},
+        "cell": {cell: i for i, cell in enumerate(facts.index)},
+        "token_set": {ALL_TOKENS: 0},
+    }
     out = out.sort_values(["cell", "claim", "token_set"], key=lambda c: c.map(rank[c.name]).fillna(1), kind="stable")
     return out[COLUMNS].reset_index(drop=True)
 
@@ -70,10 +102,18 @@ def neighbours(cell_facts):
     size = list(zip(facts["hidden_size"], facts["layers"]))
     sizes, budgets = list(dict.fromkeys(size)), sorted(set(facts["steps"]))
     where = {(sz, st): c for sz, st, c in zip(size, facts["steps"], facts["cell"])}
-    out = [("tokens", where[sz, a], where[sz, b]) for sz in sizes for a, b in zip(budgets, budgets[1:])
-           if (sz, a) in where and (sz, b) in where]
-    out += [("size", where[a, st], where[b, st]) for st in budgets for a, b in zip(sizes, sizes[1:])
-            if (a, st) in where and (b, st) in where]
+    out = [
+        ("tokens", where[sz, a], where[sz, b])
+        for sz in sizes
+        for a, b in zip(budgets, budgets[1:])
+        if (sz, a) in where and (sz, b) in where
+    ]
+    out += [
+        ("size", where[a, st], where[b, st])
+        for st in budgets
+        for a, b in zip(sizes, sizes[1:])
+        if (a, st) in where and (b, st) in where
+    ]
     return out
 
 
@@ -89,15 +129,29 @@ def paired_trends(seeds, cell_facts):
         for (claim, token_set), group in joined.groupby(["claim", "token_set"], sort=False):
             diff = (group["value_to"] - group["value_from"]).dropna()
             mean, ci_low, ci_high = mean_ci(diff)
-            trend = ("direction only" if len(diff) < 3 else "up" if ci_low > 0 else "down" if ci_high < 0
-                     else "unclear")
-            rows.append({"factor": factor, "from_cell": low, "to_cell": high, "claim": claim, "token_set": token_set,
-                         "change": format_cell(mean, ci_low, ci_high), "mean": mean, "ci_low": ci_low,
-                         "ci_high": ci_high, "n_seeds": len(diff), "trend": trend})
+            trend = "direction only" if len(diff) < 3 else "up" if ci_low > 0 else "down" if ci_high < 0 else "unclear"
+            rows.append(
+                {
+                    "factor": factor,
+                    "from_cell": low,
+                    "to_cell": high,
+                    "claim": claim,
+                    "token_set": token_set,
+                    "change": format_cell(mean, ci_low, ci_high),
+                    "mean": mean,
+                    "ci_low": ci_low,
+                    "ci_high": ci_high,
+                    "n_seeds": len(diff),
+                    "trend": trend,
+                }
+            )
     out = pd.DataFrame(rows, columns=TREND_COLUMNS)
     rank = {"claim": {c: i for i, c in enumerate(CLAIMS)}, "token_set": {ALL_TOKENS: 0}}
-    return out.sort_values(["factor", "from_cell", "claim", "token_set"], kind="stable",
-                           key=lambda c: c.map(rank[c.name]).fillna(1) if c.name in rank else c).reset_index(drop=True)
+    return out.sort_values(
+        ["factor", "from_cell", "claim", "token_set"],
+        kind="stable",
+        key=lambda c: c.map(rank[c.name]).fillna(1) if c.name in rank else c,
+    ).reset_index(drop=True)
 
 
 def exposure_by_cell(tables, cell_facts):
@@ -108,8 +162,10 @@ def exposure_by_cell(tables, cell_facts):
     missing = sorted(set(facts.index) - set(tables))
     if missing:
         raise PipelineError(f"scaling exposure table: no claims by exposure for cells {missing}")
-    frames = [tables[cell].drop(columns="pair").assign(cell=cell, **facts.loc[cell, SHAPE_COLUMNS[1:]])
-              for cell in facts.index]
+    frames = [
+        tables[cell].drop(columns="pair").assign(cell=cell, **facts.loc[cell, SHAPE_COLUMNS[1:]])
+        for cell in facts.index
+    ]
     out = pd.concat(frames, ignore_index=True)
     return out[SHAPE_COLUMNS + [c for c in out.columns if c not in SHAPE_COLUMNS]]
 
@@ -121,9 +177,11 @@ def write_scaling(table, csv_path, md_path, trends=None, trends_csv=None):
     if trends is not None:
         with atomic_path(trends_csv) as tmp:
             trends.to_csv(tmp, index=False)
-        notes = ("\nPaired trends between neighbouring cells (to minus from, per seed; Student-t 95% over the "
-                 "shared seeds):\n\n" + markdown(trends, [c for c in TREND_COLUMNS if c not in ("mean", "ci_low",
-                                                                                                 "ci_high")]))
+        notes = (
+            "\nPaired trends between neighbouring cells (to minus from, per seed; Student-t 95% over the "
+            "shared seeds):\n\n"
+            + markdown(trends, [c for c in TREND_COLUMNS if c not in ("mean", "ci_low", "ci_high")])
+        )
     write_table(table, csv_path, md_path, notes=notes)
 
 

@@ -9,6 +9,7 @@ whether any build's verdict differs from the first's.
 A build's claims table is its claims.parquet, or a table of record (docs/results/*.md): the first Markdown table
 in it whose header starts with `| pair | claim |`.
 """
+
 import re
 import sys
 
@@ -29,7 +30,8 @@ def side_by_side(tables):
         levels = rows["no_gradient_level"].fillna("") if "no_gradient_level" in rows.columns else pd.Series(dtype=str)
         level = ["no_gradient_level"] if levels.ne("").any() else []
         rows = rows.set_index("claim")[["paper", "ours", *level, "verdict"]].rename(
-            columns={"ours": label, "no_gradient_level": f"{label} no-gradient level", "verdict": f"{label} verdict"})
+            columns={"ours": label, "no_gradient_level": f"{label} no-gradient level", "verdict": f"{label} verdict"}
+        )
         order += [c for c in rows.index if c not in order]
         out = rows if out is None else out.join(rows.drop(columns="paper"), how="outer")
     out = out.reindex(order)

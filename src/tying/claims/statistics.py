@@ -4,6 +4,7 @@ A statistic is computed per seed (paired: the tied and untied runs of one seed s
 tying.claims.verdicts can summarise it over seeds. A single released pair of models has no seeds: C1 and C2
 then carry their per-token values for a bootstrap over tokens.
 """
+
 from functools import partial
 
 import numpy as np
@@ -105,13 +106,23 @@ def lens_statistic(lens, windows=None, reference=None, pair="main", state=None, 
     if reference is not None:
         r = only(reference, pair=pair)
         gaps = [gap(r, lens=None, value=v)["gap_bits"].iloc[0] for v in ("kl_bits", "kl_budget_bits")]
-        ref = {"seed": int(r["seed"].iloc[0]), "steps": int(r["steps"].iloc[0]),
-               "reference_steps": int(r["reference_steps"].iloc[0]), "gap": gaps[0], "budget_gap": gaps[1],
-               "states": worst_state(r)}
-    passed, detail = certificate(values, check, int(rows["steps"].iloc[0]), int(rows["check_step"].iloc[0]),
-                                 (high - low) / 2, ref, name=name)
-    return Statistic(values, detail="; ".join(d for d in (detail, *extra) if d), interval=(low, high, how),
-                     verdict="" if passed else NOT_CONVERGED)
+        ref = {
+            "seed": int(r["seed"].iloc[0]),
+            "steps": int(r["steps"].iloc[0]),
+            "reference_steps": int(r["reference_steps"].iloc[0]),
+            "gap": gaps[0],
+            "budget_gap": gaps[1],
+            "states": worst_state(r),
+        }
+    passed, detail = certificate(
+        values, check, int(rows["steps"].iloc[0]), int(rows["check_step"].iloc[0]), (high - low) / 2, ref, name=name
+    )
+    return Statistic(
+        values,
+        detail="; ".join(d for d in (detail, *extra) if d),
+        interval=(low, high, how),
+        verdict="" if passed else NOT_CONVERGED,
+    )
 
 
 def lens_gap(lens, pair="main", state=None):
@@ -131,12 +142,16 @@ def floor_detail(lens):
     rows = lens[lens["layer"] == 0].assign(above_bits=lambda f: f["kl_bits"] - f["floor_bits"])
     above = state_gap(rows, 0, lens=None, value="above_bits").set_index("seed")["gap_bits"]
     floors = rows.groupby("role")[["floor_bits", "readout_floor_bits"]].mean()
-    text = (f"above the state-0 floors (KL - floor, tied minus untied): {format_cell(*mean_ci(above))} "
-            f"(Student-t 95% over {above.notna().sum()} seeds); floors tied {floors.loc['tied', 'floor_bits']:.3f}, "
-            f"untied {floors.loc['untied', 'floor_bits']:.3f} bits")
+    text = (
+        f"above the state-0 floors (KL - floor, tied minus untied): {format_cell(*mean_ci(above))} "
+        f"(Student-t 95% over {above.notna().sum()} seeds); floors tied {floors.loc['tied', 'floor_bits']:.3f}, "
+        f"untied {floors.loc['untied', 'floor_bits']:.3f} bits"
+    )
     if floors["readout_floor_bits"].notna().all():
-        text += (f", the readout's further floor tied {floors.loc['tied', 'readout_floor_bits']:.3f}, untied "
-                 f"{floors.loc['untied', 'readout_floor_bits']:.3f} bits")
+        text += (
+            f", the readout's further floor tied {floors.loc['tied', 'readout_floor_bits']:.3f}, untied "
+            f"{floors.loc['untied', 'readout_floor_bits']:.3f} bits"
+        )
     return text
 
 
@@ -150,8 +165,10 @@ def null_detail(lens, null, pair, state=None):
     rows = pd.concat([own.assign(role="tied"), other.assign(role="untied")], ignore_index=True)
     values = lens_gap(rows[rows["seed"].isin(seeds)], pair, state)
     model = other["model"].iloc[0] if "model" in other.columns else "the matched null run"
-    return (f"matched null (untied minus {model}: another start, the same batches): {format_cell(*mean_ci(values))} "
-            f"(Student-t 95% over {len(values)} seeds)")
+    return (
+        f"matched null (untied minus {model}: another start, the same batches): {format_cell(*mean_ci(values))} "
+        f"(Student-t 95% over {len(values)} seeds)"
+    )
 
 
 def drift_gap(evolution, run="main"):
@@ -167,8 +184,9 @@ def output_share(grad_flow, pair="main", variant="tied", steps=None, column="out
     rows = only(grad_flow, pair=pair, variant=variant)
     if steps is not None:
         if rows["step"].max() < steps:
-            raise PipelineError(f"grad_flow metric ends at step {rows['step'].max()}, before the early window's "
-                                f"step {steps}")
+            raise PipelineError(
+                f"grad_flow metric ends at step {rows['step'].max()}, before the early window's step {steps}"
+            )
         rows = rows[rows["step"] <= steps]
     return rows.groupby("seed")[column].mean()
 
@@ -196,15 +214,20 @@ def norm_shape(norm_freq, pair="main", shuffles=NORM_SHUFFLES):
         chance[seed] = float(null.mean()) - quantile[seed]
         peaks[seed] = by_matrix["peak_count"]
     peak = pd.DataFrame(peaks).median(axis=1)
-    detail = ("peak bin at ~" + ", ".join(f"{peak[m]:,.0f} draws ({m.replace('_', ' ')})"
-                                          for m in ("untied_output", "tied"))
-              + f"; shuffled norms' {CHANCE_QUANTILE:.0%} quantile {np.median(list(quantile.values())):.3f} "
-              f"({shuffles} shuffles a seed)")
-    flat, near, raw, level, excess, chance = (pd.Series(v, dtype=float).rename_axis("seed")
-                                              for v in (flat, near, raw, level, excess, chance))
-    return (Statistic(flat, level=level, detail=_decay_detail(level)),
-            Statistic(excess, chance=chance, detail=detail),
-            Statistic(near, level=level, detail=_decay_detail(level, raw)))
+    detail = (
+        "peak bin at ~"
+        + ", ".join(f"{peak[m]:,.0f} draws ({m.replace('_', ' ')})" for m in ("untied_output", "tied"))
+        + f"; shuffled norms' {CHANCE_QUANTILE:.0%} quantile {np.median(list(quantile.values())):.3f} "
+        f"({shuffles} shuffles a seed)"
+    )
+    flat, near, raw, level, excess, chance = (
+        pd.Series(v, dtype=float).rename_axis("seed") for v in (flat, near, raw, level, excess, chance)
+    )
+    return (
+        Statistic(flat, level=level, detail=_decay_detail(level)),
+        Statistic(excess, chance=chance, detail=detail),
+        Statistic(near, level=level, detail=_decay_detail(level, raw)),
+    )
 
 
 def _level(rows, matrix):
@@ -223,8 +246,9 @@ def _decay_detail(level, raw=None):
     return f"decay included (|final / step-0 - 1|): {format_cell(*mean_ci(raw))}"
 
 
-def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", step=None, scored="held_out",
-                  target="true"):
+def scaling_shift(
+    scaling, pair="main", variant="tied_x5", reference="input_u", step=None, scored="held_out", target="true"
+):
     """C7a (reference input_u) or C7b (output_u) per seed: cos(x_k, reference) - cos(tied, reference)
     -> Series by seed."""
     rows = only(scaling, pair=pair, scored=scored, target=target, reference=reference)
@@ -233,10 +257,25 @@ def scaling_shift(scaling, pair="main", variant="tied_x5", reference="input_u", 
     return pick(cos, variant, "scaling") - pick(cos, "tied", "scaling")
 
 
-def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, norm_freq=None,
-                     scaling=None, lens=None, quality=None, *, pair="main", k=10, early_steps=None,
-                     scaled_variant="tied_x5", lens_convergence=None, norm_shuffles=NORM_SHUFFLES,
-                     lens_windows=None, lens_null=None):
+def claim_statistics(
+    alignment=None,
+    knn=None,
+    evolution=None,
+    grad_flow=None,
+    norm_freq=None,
+    scaling=None,
+    lens=None,
+    quality=None,
+    *,
+    pair="main",
+    k=10,
+    early_steps=None,
+    scaled_variant="tied_x5",
+    lens_convergence=None,
+    norm_shuffles=NORM_SHUFFLES,
+    lens_windows=None,
+    lens_null=None,
+):
     """Statistic of every claim whose metric frame is given: {claim id: Statistic}.
 
     Frames are the tidy metric tables (`quality`: tying.metrics.model_quality's rows, claim LM; `lens`: the lens
@@ -251,12 +290,17 @@ def claim_statistics(alignment=None, knn=None, evolution=None, grad_flow=None, n
         out["LM"] = Statistic(worst_margin(rows), detail=quality_detail(rows))
     if alignment is not None:
         out["C1"] = Statistic(
-            alignment_gap(alignment, pair), in_sample=alignment_gap(alignment, pair, scored="in_sample"),
-            chance=alignment_gap(alignment, pair, target="permuted"), per_token=_single(alignment_gap, alignment, pair),
+            alignment_gap(alignment, pair),
+            in_sample=alignment_gap(alignment, pair, scored="in_sample"),
+            chance=alignment_gap(alignment, pair, target="permuted"),
+            per_token=_single(alignment_gap, alignment, pair),
         )
     if knn is not None:
-        out["C2"] = Statistic(knn_gap(knn, pair, k), chance=knn_gap(knn, pair, k, column="null_overlap"),
-                              per_token=_single(knn_gap, knn, pair, k))
+        out["C2"] = Statistic(
+            knn_gap(knn, pair, k),
+            chance=knn_gap(knn, pair, k, column="null_overlap"),
+            per_token=_single(knn_gap, knn, pair, k),
+        )
     if lens is not None:
         out["C3"] = lens_statistic(lens, lens_windows, lens_convergence, pair, null=lens_null)
         out["C3s0"] = lens_statistic(lens, lens_windows, lens_convergence, pair, state=0, null=lens_null)
@@ -304,4 +348,3 @@ def _one_seed(rows):
     if rows["seed"].nunique() != 1:
         raise PipelineError("per-token claim values need exactly one seed")
     return rows
-

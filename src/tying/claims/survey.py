@@ -12,14 +12,15 @@ Output(U)->Tied and Input(U)->Tied with their permuted-rows chance levels, and K
 with their chance. Released models have no seeds: the interval of the gap is a bootstrap over
 the held-out tokens, which says how precisely that pair's gap is known, not whether it generalises.
 """
+
 import math
 
 import pandas as pd
 
+from tying.checkpoints.controls import CONTROLS
 from tying.claims.definitions import CLAIMS
 from tying.claims.statistics import alignment_gap
 from tying.claims.verdicts import verdict
-from tying.checkpoints.controls import CONTROLS
 from tying.errors import PipelineError
 from tying.frames import only, pick, tokens_text, write_table
 from tying.plan.pins import COMMIT
@@ -27,17 +28,32 @@ from tying.stats import format_cell, token_bootstrap_ci
 
 PAIR_KIND = "tied vs untied"
 INTEGER_COLUMNS = ["d_tied", "d_untied", "n_tokens", "n_held_out", "knn_k"]  # empty, not NaN, in a row not run
-MD_COLUMNS = ["comparison", "family", "kind", "tied", "untied", "d (tied / untied)", "params (tied / untied)",
-              "tokens", "Output(U)->Tied", "Input(U)->Tied", "gap [token bootstrap 95%]",
-              "KNN Tied vs Output(U)", "KNN Tied vs Input(U)", "verdict"]
-NOTE = ("Alignment: linear map fitted on a seeded 80% of the tokens, scored on the other 20% (held out); "
-        "chance = the same with the target's rows permuted. Gap = Output(U)->Tied minus Input(U)->Tied over "
-        "the held-out tokens; its interval is a bootstrap over tokens of one pair of models (how precisely "
-        "that pair's gap is known, not whether it generalises). Verdict: claim C1 (gap > 0) holds when the "
-        "interval lies above 0. KNN@{k} ({mode}): mean overlap of the k nearest neighbours, chance k/(n-1) "
-        "in parentheses. A control fills the tied role with a second untied model's input (the claim "
-        "should not hold) or output matrix. Models are named repo@commit: the first 7 characters of the "
-        "commit each was fetched at (its source.json).")
+MD_COLUMNS = [
+    "comparison",
+    "family",
+    "kind",
+    "tied",
+    "untied",
+    "d (tied / untied)",
+    "params (tied / untied)",
+    "tokens",
+    "Output(U)->Tied",
+    "Input(U)->Tied",
+    "gap [token bootstrap 95%]",
+    "KNN Tied vs Output(U)",
+    "KNN Tied vs Input(U)",
+    "verdict",
+]
+NOTE = (
+    "Alignment: linear map fitted on a seeded 80% of the tokens, scored on the other 20% (held out); "
+    "chance = the same with the target's rows permuted. Gap = Output(U)->Tied minus Input(U)->Tied over "
+    "the held-out tokens; its interval is a bootstrap over tokens of one pair of models (how precisely "
+    "that pair's gap is known, not whether it generalises). Verdict: claim C1 (gap > 0) holds when the "
+    "interval lies above 0. KNN@{k} ({mode}): mean overlap of the k nearest neighbours, chance k/(n-1) "
+    "in parentheses. A control fills the tied role with a second untied model's input (the claim "
+    "should not hold) or output matrix. Models are named repo@commit: the first 7 characters of the "
+    "commit each was fetched at (its source.json)."
+)
 
 
 def hidden_sizes(comparison, tied_dir, untied_dir):
@@ -49,8 +65,10 @@ def hidden_sizes(comparison, tied_dir, untied_dir):
     for role, model_dir in (("tied", tied_dir), ("untied", untied_dir)):
         config = AutoConfig.from_pretrained(model_dir)
         if bool(config.tie_word_embeddings) != (role == "tied"):
-            raise PipelineError(f"comparison {comparison!r}: its {role} model {model_dir} is "
-                                f"{'untied' if role == 'tied' else 'tied'} (config.json)")
+            raise PipelineError(
+                f"comparison {comparison!r}: its {role} model {model_dir} is "
+                f"{'untied' if role == 'tied' else 'tied'} (config.json)"
+            )
         sizes.append(int(config.hidden_size))
     return tuple(sizes)
 
@@ -74,13 +92,18 @@ def comparison_row(alignment, knn, pair):
     k = int(knn["k"].max())
     overlaps = knn[knn["k"] == k].groupby("comparison")[["overlap", "null_overlap"]].mean()
     return {
-        "n_tokens": int(rows["n_tokens"].iloc[0]), "cross_tokenizer": bool(rows["cross_tokenizer"].iloc[0]),
+        "n_tokens": int(rows["n_tokens"].iloc[0]),
+        "cross_tokenizer": bool(rows["cross_tokenizer"].iloc[0]),
         "out_tied": _value(means, ("output_u->tied", "true")),
         "out_tied_chance": _value(means, ("output_u->tied", "permuted")),
         "in_tied": _value(means, ("input_u->tied", "true")),
         "in_tied_chance": _value(means, ("input_u->tied", "permuted")),
-        "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high, "n_held_out": int(gap.notna().sum()),
-        "knn_k": k, "knn_chance": float(knn["chance"].iloc[0]),
+        "gap_mean": gap_mean,
+        "gap_ci_low": gap_low,
+        "gap_ci_high": gap_high,
+        "n_held_out": int(gap.notna().sum()),
+        "knn_k": k,
+        "knn_chance": float(knn["chance"].iloc[0]),
         "knn_tied_output": _value(overlaps["overlap"], "tied_vs_output_u"),
         "knn_tied_input": _value(overlaps["overlap"], "tied_vs_input_u"),
         "knn_tied_output_null": _value(overlaps["null_overlap"], "tied_vs_output_u"),
@@ -102,8 +125,9 @@ def survey_table(alignment, knn, comparisons, skipped=()):
     rows = []
     for c in comparisons:
         numbers = comparison_row(alignment, knn, c["pair"])
-        verdict_text = verdict(CLAIMS["C1"], [numbers["gap_mean"]], numbers["gap_ci_low"], numbers["gap_ci_high"],
-                               one_pair=True)
+        verdict_text = verdict(
+            CLAIMS["C1"], [numbers["gap_mean"]], numbers["gap_ci_low"], numbers["gap_ci_high"], one_pair=True
+        )
         rows.append({**_display(c), **_display_numbers(numbers), "verdict": verdict_text, **_facts(c), **numbers})
     for c in skipped:
         rows.append({**_display(c), "verdict": "not run: gated model and no HF token", **_facts(c)})
@@ -118,10 +142,15 @@ def write_survey(table, csv_path, md_path, approximate):
 
 
 def _display(c):
-    return {"comparison": c["pair"], "family": c["family"], "kind": CONTROLS.get(c["control"], PAIR_KIND),
-            "tied": _measured(c["tied"], c["commit_tied"]), "untied": _measured(c["untied"], c["commit_untied"]),
-            "d (tied / untied)": f"{c['d_tied'] or 'n/a'} / {c['d_untied'] or 'n/a'}",
-            "params (tied / untied)": f"{_billions(c['params_tied'])} / {_billions(c['params_untied'])}"}
+    return {
+        "comparison": c["pair"],
+        "family": c["family"],
+        "kind": CONTROLS.get(c["control"], PAIR_KIND),
+        "tied": _measured(c["tied"], c["commit_tied"]),
+        "untied": _measured(c["untied"], c["commit_untied"]),
+        "d (tied / untied)": f"{c['d_tied'] or 'n/a'} / {c['d_untied'] or 'n/a'}",
+        "params (tied / untied)": f"{_billions(c['params_tied'])} / {_billions(c['params_untied'])}",
+    }
 
 
 def _display_numbers(n):

@@ -5,6 +5,7 @@ MIN_SEEDS seeds: "holds" when the interval lies on the claimed side of the thres
 it lies on the other, "inconclusive" when it crosses; with fewer seeds, "direction only". A single
 released pair of models gets a bootstrap interval over tokens and a verdict marked "one pair of models".
 """
+
 import math
 
 import pandas as pd
@@ -16,13 +17,33 @@ from tying.io import atomic_path, write_parquet
 from tying.plan.grid import MIN_SEEDS
 from tying.stats import format_cell, mean_ci, token_bootstrap_ci
 
-
-MD_COLUMNS = ["claim", "description", "paper", "ours", "interval", "on_claimed_side", "chance", "in_sample",
-              "no_gradient_level", "criterion", "needs", "testable", "verdict", "detail"]
+MD_COLUMNS = [
+    "claim",
+    "description",
+    "paper",
+    "ours",
+    "interval",
+    "on_claimed_side",
+    "chance",
+    "in_sample",
+    "no_gradient_level",
+    "criterion",
+    "needs",
+    "testable",
+    "verdict",
+    "detail",
+]
 # claims.md's lead table: a claim per line. Its headers are capitalised so that a reader of the full table below
 # it (tying.claims.side_by_side.read_claims: the first header starting `| pair | claim |`) still finds that one.
-COMPACT = {"pair": "Pair", "claim": "Claim", "token_set": "Token set", "paper": "Paper", "ours": "Ours",
-           "chance": "Chance", "verdict": "Verdict"}
+COMPACT = {
+    "pair": "Pair",
+    "claim": "Claim",
+    "token_set": "Token set",
+    "paper": "Paper",
+    "ours": "Ours",
+    "chance": "Chance",
+    "verdict": "Verdict",
+}
 
 
 def verdict(claim, values, low, high, one_pair=False):
@@ -68,14 +89,25 @@ def claims_table(statistics, one_pair=False, pair=None):
             mean, low, high = mean_ci(values)
             interval = f"Student-t 95% over {n} seeds" if n > 1 else "none (one value)"
         row = {
-            "claim": cid, "description": claim.description, "paper": claim.paper,
-            "ours": format_cell(mean, low, high), "interval": interval,
+            "claim": cid,
+            "description": claim.description,
+            "paper": claim.paper,
+            "ours": format_cell(mean, low, high),
+            "interval": interval,
             "on_claimed_side": f"{on_side} of {n} seed{'s' * (n != 1)}",
-            "chance": _mean_text(stat.chance), "in_sample": _mean_text(stat.in_sample),
+            "chance": _mean_text(stat.chance),
+            "in_sample": _mean_text(stat.in_sample),
             "no_gradient_level": _mean_text(stat.level),
-            "criterion": claim.criterion, "verdict": stat.verdict or verdict(claim, values, low, high, one_pair), "detail": stat.detail,
-            "mean": mean, "ci_low": low, "ci_high": high, "n_seeds": n, "seeds_on_side": on_side,
-            "in_sample_mean": _mean(stat.in_sample), "no_gradient_level_mean": _mean(stat.level),
+            "criterion": claim.criterion,
+            "verdict": stat.verdict or verdict(claim, values, low, high, one_pair),
+            "detail": stat.detail,
+            "mean": mean,
+            "ci_low": low,
+            "ci_high": high,
+            "n_seeds": n,
+            "seeds_on_side": on_side,
+            "in_sample_mean": _mean(stat.in_sample),
+            "no_gradient_level_mean": _mean(stat.level),
             "paper_value": claim.paper_value,
         }
         rows.append(row)
@@ -90,7 +122,8 @@ def with_paper_scale(table, paper_scale):
     (|paper-scale - paper| > the claim's tolerance; NA without one) from {claim id: value}."""
     columns = [_paper_scale_columns(CLAIMS[cid], paper_scale.get(cid, math.nan)) for cid in table["claim"]]
     return pd.concat([table, pd.DataFrame(columns, index=table.index)], axis=1).astype(
-        {"paper_scale_differs": "boolean"})
+        {"paper_scale_differs": "boolean"}
+    )
 
 
 def paper_scale_values(table):
@@ -118,7 +151,8 @@ def seed_table(statistics):
 def _paper_scale_columns(claim, value):
     comparable = not (math.isnan(value) or math.isnan(claim.paper_value) or math.isnan(claim.tolerance))
     return {
-        "paper_scale": format_cell(value, math.nan, math.nan), "paper_scale_mean": value,
+        "paper_scale": format_cell(value, math.nan, math.nan),
+        "paper_scale_mean": value,
         "paper_scale_differs": abs(value - claim.paper_value) > claim.tolerance if comparable else pd.NA,
     }
 
@@ -128,14 +162,23 @@ def write_claims(table, seeds, parquet_path, md_path, seeds_path):
     compact table (COMPACT's columns), then the readable columns in full."""
     write_parquet(table, parquet_path)
     write_parquet(seeds, seeds_path)
-    extra = [c for c in ("commits", "paper_scale", "paper_scale_differs", "paper_scale_rows", "paper_scale_commits")
-             if c in table.columns]
+    extra = [
+        c
+        for c in ("commits", "paper_scale", "paper_scale_differs", "paper_scale_rows", "paper_scale_commits")
+        if c in table.columns
+    ]
     compact = table[[c for c in COMPACT if c in table.columns]].rename(columns=COMPACT)
     with atomic_path(md_path) as tmp:
-        shown = [c for c in MD_COLUMNS[:1] + ["token_set"] * ("token_set" in table.columns) + MD_COLUMNS[1:]
-                 if c in table.columns]
-        tmp.write_text(markdown(compact) + "\nEvery column (results/tables/claims.parquet also holds the numbers):\n\n"
-                       + markdown(table, ["pair"] * ("pair" in table.columns) + shown + extra))
+        shown = [
+            c
+            for c in MD_COLUMNS[:1] + ["token_set"] * ("token_set" in table.columns) + MD_COLUMNS[1:]
+            if c in table.columns
+        ]
+        tmp.write_text(
+            markdown(compact)
+            + "\nEvery column (results/tables/claims.parquet also holds the numbers):\n\n"
+            + markdown(table, ["pair"] * ("pair" in table.columns) + shown + extra)
+        )
 
 
 def _mean(values):
@@ -145,4 +188,3 @@ def _mean(values):
 def _mean_text(values):
     mean = _mean(values)
     return "" if math.isnan(mean) else f"{mean:.3f}"
-

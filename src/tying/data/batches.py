@@ -2,6 +2,7 @@
 
 Apart from the training loop so that a job that counts what a run drew (tying.data.token_sets) imports
 numpy and torch, not transformers."""
+
 import functools
 
 import numpy as np
@@ -33,7 +34,7 @@ def train_batch(ids, step, seed, batch_size, seq_len):
     run needs no loader state, and each epoch reads every window once. Returns (inputs, targets), each
     (batch_size, seq_len) int64."""
     starts = drawn_windows(window_count(len(ids), seq_len), seed, batch_size, step, step) * seq_len
-    windows = torch.from_numpy(np.stack([np.asarray(ids[s:s + seq_len + 1], dtype=np.int64) for s in starts]))
+    windows = torch.from_numpy(np.stack([np.asarray(ids[s : s + seq_len + 1], dtype=np.int64) for s in starts]))
     return windows[:, :-1], windows[:, 1:]
 
 
@@ -50,7 +51,7 @@ def eval_batches(ids, n_batches, batch_size, seq_len):
     n_windows = min(n_batches * batch_size, (len(ids) - 1) // seq_len)
     if n_windows < 1:
         raise ValueError(f"validation split has {len(ids)} tokens, fewer than one window of {seq_len + 1}")
-    windows = np.asarray(ids[:n_windows * seq_len + 1], dtype=np.int64)
+    windows = np.asarray(ids[: n_windows * seq_len + 1], dtype=np.int64)
     x = torch.from_numpy(windows[:-1].reshape(n_windows, seq_len))
     y = torch.from_numpy(windows[1:].reshape(n_windows, seq_len))
     return list(zip(x.split(batch_size), y.split(batch_size)))

@@ -4,6 +4,7 @@ Sources: the Python standard library's own documentation (offline default), the 
 named installed distributions (offline, larger), a Hugging Face dataset streamed up to a token
 budget (offline: from the hub cache), or local text / JSON lines / Parquet files.
 """
+
 import ast
 import gc
 import hashlib
@@ -45,8 +46,10 @@ def docstring_documents(distributions):
                 continue
             path = Path(dist.locate_file(file))
             if not path.is_file():
-                raise PipelineError(f"distribution {name} {dist.version} lists {file} but it is not installed "
-                                    f"(reinstall: pip install -c constraints.txt -e .)")
+                raise PipelineError(
+                    f"distribution {name} {dist.version} lists {file} but it is not installed "
+                    f"(reinstall: pip install -c constraints.txt -e .)"
+                )
             text = "\n\n".join(_docstrings(path))
             if text:
                 yield f"docstrings:{name}:{file.as_posix()}", text
@@ -61,8 +64,9 @@ def _distribution(name):
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
-        raise PipelineError(f"corpus.distributions: {name!r} is not installed "
-                            f"(pip install -c constraints.txt -e .)") from None
+        raise PipelineError(
+            f"corpus.distributions: {name!r} is not installed (pip install -c constraints.txt -e .)"
+        ) from None
     if dist.files is None:
         raise PipelineError(f"corpus.distributions: {name!r} has no RECORD of its files")
     return dist
@@ -98,8 +102,7 @@ def _docstrings(path):
                 yield doc.strip()
 
 
-def hf_documents(path, name=None, split="train", revision=None, text_field="text", max_tokens=1_000_000,
-                 shard=(0, 1)):
+def hf_documents(path, name=None, split="train", revision=None, text_field="text", max_tokens=1_000_000, shard=(0, 1)):
     """Yield (doc_id, text) streamed from a Hugging Face dataset until ~max_tokens words are read.
 
     shard (index, count): only that contiguous block of the dataset's data files (corpus.shards),
@@ -115,7 +118,9 @@ def hf_documents(path, name=None, split="train", revision=None, text_field="text
         dataset = hf_rows(path, name, split, revision)
         if count > 1:
             if dataset.num_shards < count:
-                raise PipelineError(f"dataset {where} has {dataset.num_shards} data files, fewer than corpus.shards ({count})")
+                raise PipelineError(
+                    f"dataset {where} has {dataset.num_shards} data files, fewer than corpus.shards ({count})"
+                )
             dataset = dataset.shard(count, index)
         rows = iter(dataset)
         for i, row in enumerate(rows):
@@ -155,14 +160,18 @@ def hf_rows(path, name, split, revision):
         try:
             return datasets.load_dataset(path, name, split=split, revision=revision, streaming=True)
         except ConnectionError:
-            raise PipelineError(f"dataset {path}@{revision or 'main'} is not in the hub cache ({constants.HF_HUB_CACHE}) "
-                                f"nor prepared in HF_DATASETS_CACHE and HF_HUB_OFFLINE is set: fetch it once "
-                                f"with the network: {fetch}") from None
+            raise PipelineError(
+                f"dataset {path}@{revision or 'main'} is not in the hub cache ({constants.HF_HUB_CACHE}) "
+                f"nor prepared in HF_DATASETS_CACHE and HF_HUB_OFFLINE is set: fetch it once "
+                f"with the network: {fetch}"
+            ) from None
     try:
         return datasets.load_dataset(snapshot, name, split=split, streaming=True)
     except ValueError as err:  # unknown config or split, or a split's files missing from the snapshot
-        raise PipelineError(f"cannot read dataset {path}@{revision or 'main'} from the hub cache ({snapshot}): "
-                            f"{_first_line(err)} (files missing? fetch them: {fetch})") from None
+        raise PipelineError(
+            f"cannot read dataset {path}@{revision or 'main'} from the hub cache ({snapshot}): "
+            f"{_first_line(err)} (files missing? fetch them: {fetch})"
+        ) from None
 
 
 def local_documents(paths, text_field="text"):
@@ -176,6 +185,7 @@ def local_documents(paths, text_field="text"):
             rows = _json_lines(p, text_field)
         elif p.suffix == ".parquet":
             import pandas as pd  # here: training and the lens read token arrays through tokens -> shards -> corpus
+
             frame = pd.read_parquet(p)
             if text_field not in frame:
                 raise PipelineError(f"{p} has no column {text_field!r} (corpus.text_field)")

@@ -7,6 +7,7 @@ Read in shard order, the shards give the same documents in the same order as one
 source read whole gives the same token stream whatever `corpus.shards` is. Documents are
 written and read in row groups of bounded size: no stage holds the corpus in memory.
 """
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -23,7 +24,7 @@ def block(items, n, index):
     """The `index`-th of `n` contiguous blocks of `items`; the first len % n blocks are one longer."""
     size, extra = divmod(len(items), n)
     start = index * size + min(index, extra)
-    return items[start:start + size + (index < extra)]
+    return items[start : start + size + (index < extra)]
 
 
 def shard_documents(corpus, index):
@@ -38,9 +39,15 @@ def shard_documents(corpus, index):
         return local_documents(block(list(corpus["paths"]), n, index), corpus.get("text_field", "text"))
     if source == "docstrings":
         return docstring_documents(block(list(corpus["distributions"]), n, index))
-    return hf_documents(corpus["path"], corpus.get("name"), corpus.get("split", "train"), corpus.get("revision"),
-                        corpus.get("text_field", "text"), -(-corpus["max_tokens"] // n), shard=(index, n))
-
+    return hf_documents(
+        corpus["path"],
+        corpus.get("name"),
+        corpus.get("split", "train"),
+        corpus.get("revision"),
+        corpus.get("text_field", "text"),
+        -(-corpus["max_tokens"] // n),
+        shard=(index, n),
+    )
 
 
 def write_documents(documents, path, val_fraction):

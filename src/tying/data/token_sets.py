@@ -16,6 +16,7 @@ steps in which its input row got a lookup gradient (every output row gets one at
 batches of 1,024 tokens a token drawn 100 times is looked up in at most 10% of the steps; the paper's
 2.1M-token batches looked up nearly every row at every step (tying.claims.exposure's claims by lookup share).
 """
+
 import numpy as np
 import pandas as pd
 
@@ -69,17 +70,27 @@ def drawn_frame(by_step, batch_size, seq_len, lookups=None):
     """Tidy drawn counts (step, token_id, drawn, positions, looked_up) from drawn_by_step, ids never drawn left
     out; positions: the input positions trained on by the step (step x batch x length); looked_up: the steps
     that looked each id up, from lookups_by_step at the same steps (`lookups` None: no such column)."""
-    frames = [pd.DataFrame({"step": s, "token_id": np.flatnonzero(d), "drawn": d[d > 0],
-                            "positions": s * batch_size * seq_len,
-                            **({} if lookups is None else {"looked_up": lookups[s][d > 0]})})
-              for s, d in sorted(by_step.items())]
+    frames = [
+        pd.DataFrame(
+            {
+                "step": s,
+                "token_id": np.flatnonzero(d),
+                "drawn": d[d > 0],
+                "positions": s * batch_size * seq_len,
+                **({} if lookups is None else {"looked_up": lookups[s][d > 0]}),
+            }
+        )
+        for s, d in sorted(by_step.items())
+    ]
     return pd.concat(frames, ignore_index=True)[DRAWN_COLUMNS[:4] + ([] if lookups is None else ["looked_up"])]
 
 
 def write_drawn(ids, vocab, run, at, path):
     """results/drawn/...: drawn_frame of one run shape (seed, steps, batch_size, seq_len) at steps `at`."""
     seed, steps, batch_size, seq_len = run
-    drawn, lookups = (count(ids, vocab, seed, steps, batch_size, seq_len, at) for count in (drawn_by_step, lookups_by_step))
+    drawn, lookups = (
+        count(ids, vocab, seed, steps, batch_size, seq_len, at) for count in (drawn_by_step, lookups_by_step)
+    )
     write_parquet(drawn_frame(drawn, batch_size, seq_len, lookups), path)
 
 
@@ -106,8 +117,9 @@ def token_set_frame(split_counts, drawn, min_count, positions=None, looked_up=No
     fewest = np.min(np.stack(drawn), axis=0)
     keep = np.flatnonzero(fewest >= min_count)
     if len(keep) < 2:
-        raise PipelineError(f"only {len(keep)} tokens were drawn at least {min_count} times in training "
-                            "(analysis.min_count)")
+        raise PipelineError(
+            f"only {len(keep)} tokens were drawn at least {min_count} times in training (analysis.min_count)"
+        )
     frame = pd.DataFrame({"token_id": keep, "count": split_counts[keep], "drawn": fewest[keep]})
     if positions is not None:
         frame = frame.assign(per_million=fewest[keep] / min(positions) * 1e6, positions=min(positions))
@@ -123,17 +135,28 @@ def write_token_set(counts, drawn_frames, step, min_count, path, by_step_path=No
     same tokens' fewest drawn count at every step all runs' frames hold (step, token_id, drawn)."""
     vocab = int(counts["token_id"].max()) + 1
     final = [drawn_at(f, step, vocab) for f in drawn_frames]
-    looked_up = ([drawn_at(f, step, vocab, "looked_up")[0] for f in drawn_frames]
-                 if all("looked_up" in f.columns for f in drawn_frames) else None)
-    frame = token_set_frame(counts_by_id(counts, vocab), [d for d, _ in final], min_count, [p for _, p in final],
-                            looked_up, step)
+    looked_up = (
+        [drawn_at(f, step, vocab, "looked_up")[0] for f in drawn_frames]
+        if all("looked_up" in f.columns for f in drawn_frames)
+        else None
+    )
+    frame = token_set_frame(
+        counts_by_id(counts, vocab), [d for d, _ in final], min_count, [p for _, p in final], looked_up, step
+    )
     write_parquet(frame.assign(n_tokens=len(frame)), path)
     if by_step_path is not None:
         steps = sorted(set.intersection(*(set(f["step"]) for f in drawn_frames)))
         keep = frame["token_id"].to_numpy()
-        rows = [pd.DataFrame({"step": s, "token_id": keep,
-                              "drawn": np.min([drawn_at(f, s, vocab)[0][keep] for f in drawn_frames], axis=0)})
-                for s in steps]
+        rows = [
+            pd.DataFrame(
+                {
+                    "step": s,
+                    "token_id": keep,
+                    "drawn": np.min([drawn_at(f, s, vocab)[0][keep] for f in drawn_frames], axis=0),
+                }
+            )
+            for s in steps
+        ]
         write_parquet(pd.concat(rows, ignore_index=True), by_step_path)
 
 

@@ -1,4 +1,5 @@
 """Train a byte-level BPE tokenizer on the corpus, or take an existing one from the hub."""
+
 import json
 from pathlib import Path
 
@@ -14,10 +15,10 @@ EOS = "<|endoftext|>"
 def train_bpe(texts, vocab_size):
     """A PreTrainedTokenizerFast with a byte-level BPE of `vocab_size` entries (EOS included)."""
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS],
-                            show_progress=False)
-    return PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token=EOS, bos_token=EOS,
-                                   unk_token=EOS, model_max_length=1_000_000)
+    bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer, eos_token=EOS, bos_token=EOS, unk_token=EOS, model_max_length=1_000_000
+    )
 
 
 def pretrained(name):
@@ -30,8 +31,9 @@ def pretrained(name):
         tok = AutoTokenizer.from_pretrained(name)
     except Exception as err:
         said = " ".join(str(err).split())  # its message on one line
-        raise PipelineError(f"cannot load the tokenizer {where}: {type(err).__name__}"
-                            + (f": {said}" if said else "")) from err
+        raise PipelineError(
+            f"cannot load the tokenizer {where}: {type(err).__name__}" + (f": {said}" if said else "")
+        ) from err
     if tok.eos_token is None:
         raise PipelineError(f"tokenizer {name!r} has no end-of-text token")
     return tok

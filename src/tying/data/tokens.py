@@ -4,6 +4,7 @@ A corpus shard is tokenized into its own arrays (`tokenize_documents`), streamed
 batch; `join_shards` lists the shards' arrays in a manifest per split, and `load_ids` reads a
 manifest as one array across the shards (`ShardedIds`), so no stage holds the corpus in memory.
 """
+
 import bisect
 import json
 import os
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tying.data.shards import read_batches
 from tying.errors import PipelineError
 from tying.io import atomic_path, write_parquet
-from tying.data.shards import read_batches
 
 SPLITS = ("train", "val")
 
@@ -30,17 +31,21 @@ def encode(tok, texts, batch=256):
     texts = list(texts)
     parts = []
     for i in range(0, len(texts), batch):
-        for ids in tok(texts[i:i + batch], add_special_tokens=False)["input_ids"]:
+        for ids in tok(texts[i : i + batch], add_special_tokens=False)["input_ids"]:
             parts.append(np.asarray(ids + [tok.eos_token_id], dtype=np.int64))
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-
 
 
 def write_meta(path, vocab_size, eos_id, counts, shards=None):
     """Sidecar describing the arrays: dtype, vocabulary size, EOS id, token count per split and,
     for joined shards, the number of shards."""
-    meta = {"dtype": np.dtype(dtype_for(vocab_size)).name, "vocab_size": vocab_size, "eos_id": eos_id,
-            "tokens": counts, **({"shards": shards} if shards else {})}
+    meta = {
+        "dtype": np.dtype(dtype_for(vocab_size)).name,
+        "vocab_size": vocab_size,
+        "eos_id": eos_id,
+        "tokens": counts,
+        **({"shards": shards} if shards else {}),
+    }
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(meta, indent=1))
 
@@ -71,7 +76,7 @@ class ShardedIds:
             lo = self.offsets[i]
             if lo >= stop:
                 break
-            pieces.append(self.parts[i][max(start - lo, 0):stop - lo])
+            pieces.append(self.parts[i][max(start - lo, 0) : stop - lo])
         return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
     def __array__(self, dtype=None, copy=None):
@@ -90,17 +95,23 @@ def load_ids(path, meta_path):
     if path.suffix != ".json":
         return np.memmap(path, dtype=meta["dtype"], mode="r")
     shards = json.loads(path.read_text())["shards"]
-    return ShardedIds([np.memmap(path.parent / s["path"], dtype=meta["dtype"], mode="r")
-                       for s in shards if s["tokens"]])
+    return ShardedIds(
+        [np.memmap(path.parent / s["path"], dtype=meta["dtype"], mode="r") for s in shards if s["tokens"]]
+    )
 
 
 def frequency_table(counts, tok):
     """Per-token counts (an array over the vocabulary): columns token_id, token, count."""
     import pandas as pd  # here: training reads token arrays through this module and needs no pandas
+
     vocab_size = len(tok)
-    return pd.DataFrame({"token_id": np.arange(vocab_size),
-                         "token": tok.convert_ids_to_tokens(list(range(vocab_size))),
-                         "count": counts[:vocab_size]})
+    return pd.DataFrame(
+        {
+            "token_id": np.arange(vocab_size),
+            "token": tok.convert_ids_to_tokens(list(range(vocab_size))),
+            "count": counts[:vocab_size],
+        }
+    )
 
 
 def tokenize_batches(batches, tok, out_train, out_val, out_meta, out_counts):
@@ -128,7 +139,6 @@ def tokenize_documents(paths, tok, out_train, out_val, out_meta, out_counts):
     tokenize_batches(read_batches(paths), tok, out_train, out_val, out_meta, out_counts)
 
 
-
 def join_shards(arrays, metas, counts, out_train, out_val, out_meta, out_counts):
     """Join tokenized shards without copying them: a manifest per split listing each shard's array
     (path relative to the manifest) and token count, the train counts summed, a joint sidecar.
@@ -140,18 +150,26 @@ def join_shards(arrays, metas, counts, out_train, out_val, out_meta, out_counts)
     totals = {s: sum(m["tokens"][s] for m in metas) for s in SPLITS}
     for split in SPLITS:
         if not totals[split]:
-            raise PipelineError(f"the corpus's {len(metas)} shard(s) hold no {split} tokens: "
-                                "too few documents for corpus.val_fraction")
+            raise PipelineError(
+                f"the corpus's {len(metas)} shard(s) hold no {split} tokens: "
+                "too few documents for corpus.val_fraction"
+            )
     for split, out in zip(SPLITS, (out_train, out_val)):
-        shards = [{"path": os.path.relpath(path, Path(out).parent), "tokens": m["tokens"][split]}
-                  for path, m in zip(arrays[split], metas)]
+        shards = [
+            {"path": os.path.relpath(path, Path(out).parent), "tokens": m["tokens"][split]}
+            for path, m in zip(arrays[split], metas)
+        ]
         with atomic_path(out) as tmp:
             Path(tmp).write_text(json.dumps({"shards": shards}, indent=1))
     import pandas as pd  # here: as above
+
     joint = pd.read_parquet(counts[0])
     for path in counts[1:]:
         joint["count"] += pd.read_parquet(path, columns=["count"])["count"].to_numpy()
     write_parquet(joint, out_counts)
     write_meta(out_meta, metas[0]["vocab_size"], metas[0]["eos_id"], totals, shards=len(metas))
-    print(f"tokens: {totals['train']:,} train and {totals['val']:,} validation tokens in {len(metas)} shard(s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"tokens: {totals['train']:,} train and {totals['val']:,} validation tokens in {len(metas)} shard(s)",
+        file=sys.stderr,
+        flush=True,
+    )

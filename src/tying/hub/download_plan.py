@@ -4,6 +4,7 @@ The fetch jobs of a target are the hub_embeddings and hub_model jobs in its DAG,
 `snakemake TARGET --summary` lists them (no job runs); each is sized by `tying.hub.fetch.plan_fetch`
 from the hub's file listing and the checkpoint's headers, a few small range reads per file.
 """
+
 import re
 import subprocess
 import sys
@@ -42,11 +43,25 @@ def target_fetch_jobs(targets, snakefile, config):
         yaml.safe_dump(config, configfile)
         configfile.flush()
         for target in targets:
-            result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(snakefile), "--configfile",
-                                     configfile.name, "--summary", target], capture_output=True, text=True)
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "snakemake",
+                    "-s",
+                    str(snakefile),
+                    "--configfile",
+                    configfile.name,
+                    "--summary",
+                    target,
+                ],
+                capture_output=True,
+                text=True,
+            )
             if result.returncode:
-                raise PipelineError(f"snakemake --summary {target} failed: "
-                                    + (result.stderr.strip().splitlines() or [""])[-1])
+                raise PipelineError(
+                    f"snakemake --summary {target} failed: " + (result.stderr.strip().splitlines() or [""])[-1]
+                )
             out[target] = fetch_jobs(result.stdout)
     return out
 
@@ -60,9 +75,19 @@ def plan_jobs(jobs_by_target):
             key = rule, repo_id, revision
             if key not in plans:
                 plans[key] = plan_fetch(repo_id, revision, FETCH_RULES[rule])
-            rows += [{"target": target, "rule": rule, "repo_id": repo_id, "revision": revision,
-                      "commit": plans[key]["commit"], "status": status, "file": name, "bytes": nbytes}
-                     for name, nbytes in plans[key]["files"].items()]
+            rows += [
+                {
+                    "target": target,
+                    "rule": rule,
+                    "repo_id": repo_id,
+                    "revision": revision,
+                    "commit": plans[key]["commit"],
+                    "status": status,
+                    "file": name,
+                    "bytes": nbytes,
+                }
+                for name, nbytes in plans[key]["files"].items()
+            ]
     return pd.DataFrame(rows, columns=["target", "rule", "repo_id", "revision", "commit", "status", "file", "bytes"])
 
 
@@ -71,11 +96,15 @@ def summary_markdown(table):
     jobs = ["rule", "repo_id", "revision"]
     lines = ["| target | fetch jobs | bytes | GB |", "|---|---|---|---|"]
     for target, rows in table.groupby("target", sort=False):
-        lines.append(f"| {target} | {len(rows.drop_duplicates(jobs))} | {rows['bytes'].sum():,} "
-                     f"| {rows['bytes'].sum() / GB:.2f} |")
+        lines.append(
+            f"| {target} | {len(rows.drop_duplicates(jobs))} | {rows['bytes'].sum():,} "
+            f"| {rows['bytes'].sum() / GB:.2f} |"
+        )
     distinct = table.drop_duplicates([*jobs, "file"])
-    lines.append(f"| all of them | {len(distinct.drop_duplicates(jobs))} | {distinct['bytes'].sum():,} "
-                 f"| {distinct['bytes'].sum() / GB:.2f} |")
+    lines.append(
+        f"| all of them | {len(distinct.drop_duplicates(jobs))} | {distinct['bytes'].sum():,} "
+        f"| {distinct['bytes'].sum() / GB:.2f} |"
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,7 @@ data.pkl, then only the embeddings' storages; sharded, only the shards holding t
 legacy (pre-zip) one downloaded whole; a full fetch downloads every .bin file whole.
 `plan_fetch` says, from the same metadata, how many bytes a fetch will read.
 """
+
 import fnmatch
 import json
 import os
@@ -27,22 +28,22 @@ import torch
 from fsspec.implementations.local import LocalFileSystem
 from huggingface_hub import HfApi, HfFileSystem, constants
 from huggingface_hub.errors import (
-                                    HfHubHTTPError,
-                                    OfflineModeIsEnabled,
-                                    RepositoryNotFoundError,
-                                    RevisionNotFoundError,
-                                    RevisionResolutionError,
-                                    )
+    HfHubHTTPError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+    RevisionResolutionError,
+)
 from huggingface_hub.file_download import repo_folder_name
 from safetensors.torch import save_file
 
 from tying.checkpoints.checkpoint_files import weight_digests
-from tying.errors import PipelineError
-from tying.io import atomic_path
 from tying.checkpoints.layouts import LAYOUTS
 from tying.checkpoints.safetensors_ranges import copy_range, header_bytes, read_header
+from tying.errors import PipelineError
 from tying.hub.source_record import SOURCE_RECORD
 from tying.hub.torch_zip_ranges import CountingReader, TorchZip, is_torch_zip, state_dict, unpickle_error
+from tying.io import atomic_path
 
 # Every input-embedding and output-projection tensor name the embedding reader knows.
 EMBEDDING_TENSORS = tuple(dict.fromkeys(name for layout in LAYOUTS for name in layout))
@@ -112,8 +113,14 @@ def plan_fetch(repo_id, revision, embeddings_only, fs=None):
         commit, fs, root, sizes = _revision_files(repo_id, revision, offline, fs)
         files = {name: sizes[name] for name in _config_files(sizes)}
         files.update(_weight_reads(fs, root, sizes, embeddings_only, stack).files)
-    return {"repo_id": repo_id, "revision": revision, "commit": commit, "embeddings_only": bool(embeddings_only),
-            "files": files, "bytes": sum(files.values())}
+    return {
+        "repo_id": repo_id,
+        "revision": revision,
+        "commit": commit,
+        "embeddings_only": bool(embeddings_only),
+        "files": files,
+        "bytes": sum(files.values()),
+    }
 
 
 def resolve_commit(repo_id, revision):
@@ -130,8 +137,9 @@ def _revision_files(repo_id, revision, offline, fs):
     if offline and not folder.is_dir():
         raise PipelineError("repository not in the local hub cache (HF_HUB_OFFLINE is set)")
     commit = resolve_commit(repo_id, revision)
-    default_fs, root = (LocalFileSystem(), str(folder / "snapshots" / commit)) if offline else (
-        HfFileSystem(), f"{repo_id}@{commit}")
+    default_fs, root = (
+        (LocalFileSystem(), str(folder / "snapshots" / commit)) if offline else (HfFileSystem(), f"{repo_id}@{commit}")
+    )
     fs = fs or default_fs
     if not fs.isdir(root):
         raise PipelineError(f"commit {commit} not found" + (" in the local hub cache" if offline else ""))
@@ -188,6 +196,7 @@ def _index_files(index, index_name):
 
 def _safetensors_whole(fs, root, index, shards, sizes):
     """Copy the safetensors shards, and their index, as they are."""
+
     def write(out_dir):
         if index:
             (out_dir / INDEX_FILE).write_bytes(index)
@@ -290,8 +299,11 @@ def _unshared(tensors):
         if storage and alias in aliases:
             continue
         aliases.add(alias)
-        kept[name] = (tensor.clone(memory_format=torch.contiguous_format) if storage and storage in storages
-                      else tensor.contiguous())
+        kept[name] = (
+            tensor.clone(memory_format=torch.contiguous_format)
+            if storage and storage in storages
+            else tensor.contiguous()
+        )
         storages.add(storage)
     return kept
 

@@ -14,6 +14,7 @@ hub reference of the config (each pair's tied and untied model, an `hf` corpus; 
 pair's) whose revision is a branch or tag, or absent (main), as the commit the hub says it points to,
 noting the branch and the date in a comment on its line.
 """
+
 import argparse
 import datetime
 import functools
@@ -46,8 +47,10 @@ def step_branches(repo_id, steps=None):
     wanted = sorted(found) if steps is None else sorted(set(steps))
     missing = [step for step in wanted if step not in found]
     if missing:
-        raise PipelineError(f"{repo_id} has no branch for step {', '.join(map(str, missing))} ({len(found)} step "
-                            f"branches, steps {min(found, default='-')} to {max(found, default='-')})")
+        raise PipelineError(
+            f"{repo_id} has no branch for step {', '.join(map(str, missing))} ({len(found)} step "
+            f"branches, steps {min(found, default='-')} to {max(found, default='-')})"
+        )
     ambiguous = {step: found[step] for step in wanted if len(found[step]) > 1}
     if ambiguous:
         raise PipelineError(f"{repo_id}: more than one branch for a step: {ambiguous}")
@@ -74,12 +77,16 @@ def _set_pair_key(config_path, pair, name, value, block):
     entries = _mapping(_mapping(pairs, "pairs").get(pair, (None, None))[1], f"pairs.{pair}")
     if name in entries:
         key, node = entries[name]
-        text = text[:key.end_mark.index] + ":" + block(value, key.start_mark.column + 2) + text[_end(node):]
+        text = text[: key.end_mark.index] + ":" + block(value, key.start_mark.column + 2) + text[_end(node) :]
     elif "untied" in entries:
         key, node = entries["untied"]
         line_end = _line_end(text, _end(node))
-        text = (text[:line_end] + f"\n{' ' * key.start_mark.column}{name}:"
-                + block(value, key.start_mark.column + 2) + text[line_end:])
+        text = (
+            text[:line_end]
+            + f"\n{' ' * key.start_mark.column}{name}:"
+            + block(value, key.start_mark.column + 2)
+            + text[line_end:]
+        )
     else:
         raise PipelineError(f"{config_path}: pairs.{pair} has no untied model to follow")
     if yaml.safe_load(text)["pairs"][pair][name] != value:
@@ -105,8 +112,11 @@ def pin_config(config_path, pair=None):
     if pair is not None and pair not in config.get("pairs", {}):
         raise PipelineError(f"{config_path}: no pair {pair!r}")
     resolve = functools.cache(hub_commit)  # a model several pairs share is asked for once
-    pins = [(where, repo, rev, resolve(repo, kind, rev)) for where, repo, kind, rev in hub_references(config)
-            if not COMMIT.fullmatch(rev) and (pair is None or where.startswith(f"pairs.{pair}."))]
+    pins = [
+        (where, repo, rev, resolve(repo, kind, rev))
+        for where, repo, kind, rev in hub_references(config)
+        if not COMMIT.fullmatch(rev) and (pair is None or where.startswith(f"pairs.{pair}."))
+    ]
     note = f"pinned from {{}} on {datetime.date.today().isoformat()}"
     for where, _, branch, commit in pins:
         text = _set_revision(text, where.split("."), commit, note.format(branch))
@@ -130,7 +140,7 @@ def _set_revision(text, keys, commit, note):
         value = entries["revision"][1]
         at, end, new = value.start_mark.index, value.end_mark.index, commit
     elif node.flow_style:  # {hub: ...}: before the closing brace
-        at = end = len(text[:node.end_mark.index - 1].rstrip())
+        at = end = len(text[: node.end_mark.index - 1].rstrip())
         new = f", revision: {commit}"
     else:  # a block mapping: a line of its own after its last entry
         at = end = _line_end(text, _end(node))
@@ -202,20 +212,30 @@ def match_branches(tied_names, untied_names, grid):
     points = []
     for tokens in grid:
         (t_tokens, _, t_name), (u_tokens, _, u_name) = (
-            min(found, key=lambda branch: (abs(branch[0] - tokens), branch[1])) for found in (tied, untied))
+            min(found, key=lambda branch: (abs(branch[0] - tokens), branch[1])) for found in (tied, untied)
+        )
         if not points or (points[-1]["tied"], points[-1]["untied"]) != (t_name, u_name):
-            points.append({"tokens_b": tokens, "tied": t_name, "tied_tokens_b": t_tokens, "untied": u_name,
-                           "untied_tokens_b": u_tokens})
+            points.append(
+                {
+                    "tokens_b": tokens,
+                    "tied": t_name,
+                    "tied_tokens_b": t_tokens,
+                    "untied": u_name,
+                    "untied_tokens_b": u_tokens,
+                }
+            )
     return points
 
 
 def trajectory_block(points, indent):
     """The YAML lines of a `trajectory` list, one flow mapping per point, each indented by `indent` spaces."""
+
     def entry(value):
         return _scalar(value) if isinstance(value, str) else value
 
-    return "".join(f"\n{' ' * indent}- {{" + ", ".join(f"{k}: {entry(v)}" for k, v in point.items()) + "}"
-                   for point in points)
+    return "".join(
+        f"\n{' ' * indent}- {{" + ", ".join(f"{k}: {entry(v)}" for k, v in point.items()) + "}" for point in points
+    )
 
 
 def set_trajectory(config_path, pair, points):
@@ -247,8 +267,9 @@ def match_main(argv):
     if bool(args.config) != bool(args.pair):
         parser.error("--config and --pair go together")
     try:
-        points = match_branches(branch_names(args.tied_repo), branch_names(args.untied_repo),
-                                token_grid(args.first, args.last, args.points))
+        points = match_branches(
+            branch_names(args.tied_repo), branch_names(args.untied_repo), token_grid(args.first, args.last, args.points)
+        )
         if args.config:
             set_trajectory(args.config, args.pair, points)
     except PipelineError as error:

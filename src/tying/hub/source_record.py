@@ -1,5 +1,6 @@
 """The record a hub fetch writes beside what it read (`dest`/source.json: repository, revision, commit,
 files), and the commit read back from it; free of the hub client, so reading it imports no torch."""
+
 import json
 from pathlib import Path
 

@@ -6,6 +6,7 @@ storage's raw bytes. A checkpoint open as a seekable binary file (an HfFileSyste
 `read` as one HTTP range request) is indexed from its end record, central directory and data.pkl;
 a storage is then read as its 30-byte local header and its bytes, checked against the CRC.
 """
+
 import io
 import pickle
 import struct
@@ -52,8 +53,9 @@ def is_torch_zip(f):
 
 def unpickle_error(name, error):
     """The one-line error for a torch checkpoint that is not a loadable weights-only state dict."""
-    return PipelineError(f"{name}: not loadable as a weights-only torch checkpoint: "
-                         + (str(error).splitlines() or [""])[0])
+    return PipelineError(
+        f"{name}: not loadable as a weights-only torch checkpoint: " + (str(error).splitlines() or [""])[0]
+    )
 
 
 def state_dict(state, name):
@@ -95,7 +97,8 @@ class TorchZip:
         for name in names:
             key, meta = self.layout[name]
             out[name] = torch.empty(0, dtype=meta.dtype).set_(
-                storages[key], meta.storage_offset(), meta.shape, meta.stride())
+                storages[key], meta.storage_offset(), meta.shape, meta.stride()
+            )
         return out
 
     def _keys(self, names):

@@ -15,6 +15,7 @@ The certificate has two checks; a failed one makes C3's verdict "lens not conver
   interval half-width of the budget's C3. The question is whether more lens training would change the claim:
   a fixed limit alone is too strict once states carry bits of KL and too loose when they carry hundredths.
 """
+
 import math
 
 import numpy as np
@@ -63,9 +64,13 @@ def seed_window_interval(values, per_window):
     if len(values) == 1:
         return mean, mean - w_half, mean + w_half, f"95% bootstrap over {windows} validation windows, one seed"
     half = math.hypot((t_high - t_low) / 2, w_half)
-    return (mean, mean - half, mean + half,
-            f"Student-t 95% over {len(values)} seeds and 95% bootstrap over {windows} validation windows, "
-            "half-widths in quadrature")
+    return (
+        mean,
+        mean - half,
+        mean + half,
+        f"Student-t 95% over {len(values)} seeds and 95% bootstrap over {windows} validation windows, "
+        "half-widths in quadrature",
+    )
 
 
 def certificate(end, check, steps, check_step, half_width, reference=None, name="C3"):
@@ -80,12 +85,16 @@ def certificate(end, check, steps, check_step, half_width, reference=None, name=
     checks on the state-0 gap).
     """
     if steps == 0:
-        return True, ("given: the pair names its lenses (tuned-lens folders), not trained here, so neither check "
-                      "applies")
+        return True, (
+            "given: the pair names its lenses (tuned-lens folders), not trained here, so neither check applies"
+        )
     moved, along_limit = (end - check).dropna(), gap_limit(half_width)
     along = bool((moved.abs() <= along_limit).all())
-    parts = [f"along training ({check_step} -> {steps} steps), {name} change by seed "
-             + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items()) + f" (limit {along_limit:.4f})"]
+    parts = [
+        f"along training ({check_step} -> {steps} steps), {name} change by seed "
+        + ", ".join(f"{seed}: {value:+.4f}" for seed, value in moved.items())
+        + f" (limit {along_limit:.4f})"
+    ]
     passed = along
     if reference is None:
         parts.append("no 4x reference for this pair (its lens_reference is false)")
@@ -96,10 +105,15 @@ def certificate(end, check, steps, check_step, half_width, reference=None, name=
         passed = passed and states and gap_ok
         limit_text = "no interval" if math.isnan(limit) else f"limit {limit:.4f}, a quarter of the half-width"
         factor = reference["reference_steps"] // max(reference["steps"], 1)
-        parts.insert(0, f"{factor}x reference (seed {reference['seed']}, "
-                        f"{reference['steps']} -> {reference['reference_steps']} steps): states' largest "
-                        "|change| against its limit, "
-                        + ", ".join(f"{role} state {layer} {change:.4f} bits (limit {limit:.4f})"
-                                    for role, (layer, change, limit) in reference["states"].items())
-                        + f", {name} {shift:+.4f} ({limit_text})")
+        parts.insert(
+            0,
+            f"{factor}x reference (seed {reference['seed']}, "
+            f"{reference['steps']} -> {reference['reference_steps']} steps): states' largest "
+            "|change| against its limit, "
+            + ", ".join(
+                f"{role} state {layer} {change:.4f} bits (limit {limit:.4f})"
+                for role, (layer, change, limit) in reference["states"].items()
+            )
+            + f", {name} {shift:+.4f} ({limit_text})",
+        )
     return passed, ("certified: " if passed else "not certified: ") + "; ".join(parts)

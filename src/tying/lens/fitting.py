@@ -19,6 +19,7 @@ backpropagates through the frozen unembedding by hand, one product back to the n
 only from there): 2L + 1 products of (tokens x d) by (d x V) a step, the bound benchmarks/lens_speed.py
 measures the step against.
 """
+
 import sys
 import time
 
@@ -69,16 +70,34 @@ def backward_lens(lens, readout, states, chunk_bytes=None):
 def lens_optimizer(params, *, optimizer, lr, momentum, weight_decay):
     """tuned-lens's optimizers: "sgd" (Nesterov, torch lr = lr * (1 - momentum)) or "adam" (amsgrad)."""
     if optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr * (1 - momentum), momentum=momentum, nesterov=True,
-                               weight_decay=weight_decay)
+        return torch.optim.SGD(
+            params, lr=lr * (1 - momentum), momentum=momentum, nesterov=True, weight_decay=weight_decay
+        )
     if optimizer == "adam":
         return torch.optim.Adam(params, lr=lr, betas=(momentum, 0.999), amsgrad=True, weight_decay=weight_decay)
     raise PipelineError(f"unknown lens optimizer {optimizer!r} (sgd or adam)")
 
 
-def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd", momentum=0.9, weight_decay=1e-3,
-               grad_clip=1.0, seed=0, whiten=False, fisher=False, train_dtype="float32", schedule="restart",
-               on_step=None, chunk_bytes=None):
+def train_lens(
+    model,
+    tokens,
+    *,
+    seq_len,
+    steps,
+    batch_size,
+    lr,
+    optimizer="sgd",
+    momentum=0.9,
+    weight_decay=1e-3,
+    grad_clip=1.0,
+    seed=0,
+    whiten=False,
+    fisher=False,
+    train_dtype="float32",
+    schedule="restart",
+    on_step=None,
+    chunk_bytes=None,
+):
     """Fit a tuned lens to a frozen causal LM on windows drawn at random from `tokens`.
 
     tokens: flat token ids (np.ndarray or memmap); each step reads batch_size windows of
@@ -106,8 +125,11 @@ def train_lens(model, tokens, *, seq_len, steps, batch_size, lr, optimizer="sgd"
         raise PipelineError(f"unknown lens schedule {schedule!r} ({' or '.join(SCHEDULES)})")
     scheduler = torch.optim.lr_scheduler.LambdaLR(opt, SCHEDULES[schedule](steps))
     rng, readout = np.random.default_rng(seed), Readout(model, product_dtype(train_dtype, model.device))
-    print(f"lens: {steps} steps, their readout products in {str(readout.weight.dtype).removeprefix('torch.')}",
-          file=sys.stderr, flush=True)
+    print(
+        f"lens: {steps} steps, their readout products in {str(readout.weight.dtype).removeprefix('torch.')}",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.perf_counter()
     for step in range(1, steps + 1):
         starts = rng.integers(0, len(tokens) - seq_len + 1, size=batch_size)
@@ -130,8 +152,12 @@ def progress(step, steps, started, lens, readout, states):
     step's batch under the lens as it now is, and the time left at the pace so far."""
     kl = float(token_kl([(lens, None)], readout, states, logit=False)[0][0].mean())
     left = (time.perf_counter() - started) / step * (steps - step)
-    print(f"lens: step {step}/{steps} KL {kl:.4f} bits (this batch, mean over states) | "
-          f"left {time.strftime('%H:%M:%S', time.gmtime(left))}", file=sys.stderr, flush=True)
+    print(
+        f"lens: step {step}/{steps} KL {kl:.4f} bits (this batch, mean over states) | "
+        f"left {time.strftime('%H:%M:%S', time.gmtime(left))}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def check_step(steps):
@@ -150,6 +176,7 @@ def lens_schedule(steps):
 
     def factor(k):
         return 1 - k / cycle if k < cycle else RESTART * (1 - (k - cycle) / max(steps - cycle, 1))
+
     return factor
 
 
@@ -168,4 +195,3 @@ RECIPE = ("optimizer", "lr", "momentum", "weight_decay", "grad_clip", "whiten", 
 def recipe(cfg):
     """train_lens's keyword arguments from a config's `lens:` section: steps, batch_size, seq_len, RECIPE."""
     return {key: cfg[key] for key in ("steps", "batch_size", "seq_len", *RECIPE)}
-

@@ -21,6 +21,7 @@ n_v the positions holding v; so no lens at state 0 scores below floor + readout 
 splits into what the token alone leaves (floor), what the readout cannot express (readout floor) and what the
 lens leaves of the rest.
 """
+
 import math
 
 import torch
@@ -90,8 +91,9 @@ def readout_floor(readout, pbar, counts, steps=READOUT_STEPS):
             q = torch.log_softmax(readout.logits(readout.norm(z)), -1)
             return neg_entropy - (p * q).sum(-1)
 
-        opt = torch.optim.LBFGS([z], max_iter=steps, line_search_fn="strong_wolfe", tolerance_grad=1e-10,
-                                tolerance_change=1e-14)
+        opt = torch.optim.LBFGS(
+            [z], max_iter=steps, line_search_fn="strong_wolfe", tolerance_grad=1e-10, tolerance_change=1e-14
+        )
 
         def closure():
             opt.zero_grad()

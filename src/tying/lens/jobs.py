@@ -1,5 +1,6 @@
 """The lens rules' work: a lens job (fit, score, its own convergence check, the model's state-0 floors) and the
 4x reference lens that certifies C3 (tying.lens.certificate)."""
+
 from tying.data.tokens import load_ids
 from tying.lens.fitting import check_step, recipe, train_lens
 from tying.lens.floor import state0_floors
@@ -16,8 +17,11 @@ def load_job(files, cfg):
     and its train and val token arrays: `files` maps model, train, val and meta to paths."""
 
     device, dtype = lens_placement(cfg["device"], cfg["dtype"])
-    return (frozen_model(files["model"], device=device, dtype=dtype), load_ids(files["train"], files["meta"]),
-            load_ids(files["val"], files["meta"]))
+    return (
+        frozen_model(files["model"], device=device, dtype=dtype),
+        load_ids(files["train"], files["meta"]),
+        load_ids(files["val"], files["meta"]),
+    )
 
 
 def lens_job(model, train, val, cfg, *, seed):
@@ -54,4 +58,3 @@ def reference_check(model, train, val, cfg, budget, *, seed):
     lens = train_lens(model, train, **{**recipe(cfg), "steps": steps}, seed=seed)
     reference = state_means(window_kl(model, lens, val, **scoring_args(cfg), logit=False))
     return convergence(budget, reference).assign(steps=cfg["steps"], reference_steps=steps)
-

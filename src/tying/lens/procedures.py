@@ -14,11 +14,20 @@
   lens_budget.batch_sizes) windows of lens.seq_len tokens.
 - "certified": the config's own `lens:` recipe, the one C3's certificate checks (tying.lens.certificate).
 """
+
 from tying.errors import PipelineError
 from tying.lens.fitting import recipe
 
-TUNED_LENS = {"optimizer": "sgd", "lr": 1.0, "momentum": 0.9, "weight_decay": 1e-3, "grad_clip": 1.0,
-              "schedule": "linear", "whiten": False, "fisher": False}
+TUNED_LENS = {
+    "optimizer": "sgd",
+    "lr": 1.0,
+    "momentum": 0.9,
+    "weight_decay": 1e-3,
+    "grad_clip": 1.0,
+    "schedule": "linear",
+    "whiten": False,
+    "fisher": False,
+}
 PROCEDURES = ("logit", "tuned_lens", "certified")
 NAMES = {"logit": "the logit lens", "tuned_lens": "tuned-lens's optimiser", "certified": "the certified recipe"}
 
@@ -31,11 +40,15 @@ def procedure_text(name, cfg, batch_size=None):
     if name == "logit":
         return "the logit lens: the model's own readout of each state, no training"
     if name == "tuned_lens":
-        return (f"tuned-lens's optimiser ({TUNED_LENS['optimizer'].upper()}, Nesterov, lr {TUNED_LENS['lr']:g}, "
-                f"{TUNED_LENS['schedule']} decay) {per_step}")
+        return (
+            f"tuned-lens's optimiser ({TUNED_LENS['optimizer'].upper()}, Nesterov, lr {TUNED_LENS['lr']:g}, "
+            f"{TUNED_LENS['schedule']} decay) {per_step}"
+        )
     coordinates = ("whitened on both sides" if cfg["fisher"] else "whitened inputs") if cfg["whiten"] else "plain"
-    return (f"this config's certified recipe ({cfg['optimizer']}, lr {cfg['lr']:g}, {coordinates} translators, "
-            f"tying.lens.fitting's restart schedule) {per_step}")
+    return (
+        f"this config's certified recipe ({cfg['optimizer']}, lr {cfg['lr']:g}, {coordinates} translators, "
+        f"tying.lens.fitting's restart schedule) {per_step}"
+    )
 
 
 def procedure_recipe(name, cfg, steps):

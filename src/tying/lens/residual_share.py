@@ -7,6 +7,7 @@ gives the lens: state L is the last block's output BEFORE the final norm, not tr
 hidden state. State 0 is 1 and 1 by definition; a ratio that stays near 1 with a cosine near 1 is a stream the
 embedding still dominates, where a readout of it is close to a readout of the embedding.
 """
+
 import pandas as pd
 import torch
 
@@ -36,5 +37,6 @@ def residual_share(model, tokens, *, seq_len, batch_size, batches=None):
         r, c = share_sums(states)
         ratio, cosine = ratio + r, cosine + c
     n = len(starts) * seq_len
-    return pd.DataFrame({"layer": range(len(ratio)), "norm_ratio": (ratio / n).tolist(),
-                         "cosine": (cosine / n).tolist(), "n_tokens": n})
+    return pd.DataFrame(
+        {"layer": range(len(ratio)), "norm_ratio": (ratio / n).tolist(), "cosine": (cosine / n).tolist(), "n_tokens": n}
+    )

@@ -4,6 +4,7 @@ Every non-overlapping validation window is scored unless `batches` limits them; 
 window's mean, so C3's interval can bootstrap over windows (tying.lens.certificate). Logits are formed a
 chunk of tokens at a time (CHUNK_BYTES), so a chunk's logits stay in cache.
 """
+
 import math
 
 import numpy as np
@@ -68,7 +69,8 @@ def token_kl(lenses, readout, states, *, logit=True, chunk_bytes=None):
 
 
 def early_states(n_blocks):
-    """C3's early states of a model with n_blocks blocks: 0 .. ceil(L/2) - 1 (`tying.claims.statistics.early_layer_gap`)."""
+    """C3's early states of a model with n_blocks blocks: 0 .. ceil(L/2) - 1
+    (`tying.claims.statistics.early_layer_gap`)."""
     return list(range(math.ceil(n_blocks / 2)))
 
 
@@ -146,12 +148,22 @@ def evaluate_lens(model, lens, tokens, *, seq_len, batch_size, batches=None):
 def _window_frame(kl, layers, name, n_blocks, with_last):
     """(len(layers), W) per-window KL -> tidy rows; with_last adds state L (KL 0: the model's own logits)."""
     values = kl.cpu().numpy()
-    frame = pd.DataFrame({"window": np.tile(np.arange(values.shape[1]), len(layers)),
-                          "layer": np.repeat(layers, values.shape[1]), "lens": name,
-                          "kl_bits": values.reshape(-1).astype(float)})
+    frame = pd.DataFrame(
+        {
+            "window": np.tile(np.arange(values.shape[1]), len(layers)),
+            "layer": np.repeat(layers, values.shape[1]),
+            "lens": name,
+            "kl_bits": values.reshape(-1).astype(float),
+        }
+    )
     if with_last:
-        frame = pd.concat([frame, pd.DataFrame({"window": np.arange(values.shape[1]), "layer": n_blocks,
-                                                "lens": name, "kl_bits": 0.0})], ignore_index=True)
+        frame = pd.concat(
+            [
+                frame,
+                pd.DataFrame({"window": np.arange(values.shape[1]), "layer": n_blocks, "lens": name, "kl_bits": 0.0}),
+            ],
+            ignore_index=True,
+        )
     return frame
 
 
@@ -160,4 +172,3 @@ def chunk_tokens(rows_per_token, weight, chunk_bytes):
     (default CHUNK_BYTES of the weight's device type)."""
     budget = CHUNK_BYTES.get(weight.device.type, CHUNK_BYTES["cuda"]) if chunk_bytes is None else chunk_bytes
     return max(1, budget // (rows_per_token * len(weight) * 4))
-

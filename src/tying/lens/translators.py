@@ -11,8 +11,9 @@ on C_l = A_l Cov_l^(1/2), penalises what the translator does to the data (E |A_l
 than A_l's raw entries. With `fisher`, the output side is whitened too, as K-FAC's two factors do:
 h + P_l (C_l S_l (h - mu_l) + c_l), P_l the inverse square root of the readout's Fisher at state l
 (`readout_fisher`, damped), so directions the readout barely responds to are no longer learnt at the pace
-of those it amplifies (benchmarks/lens_convergence.py).
+of those it amplifies (benchmarks/studies/lens_recipes.py).
 """
+
 import numpy as np
 import torch
 from safetensors.torch import save_file
@@ -60,14 +61,20 @@ class WhitenedLens(TunedLens):
         super().__init__(*mean.shape)
         self.register_buffer("mean", mean)
         self.register_buffer("whiten", whiten)
-        self.register_buffer("output", torch.eye(mean.shape[1], dtype=whiten.dtype, device=whiten.device).expand_as(
-            whiten).clone() if output is None else output)
+        self.register_buffer(
+            "output",
+            torch.eye(mean.shape[1], dtype=whiten.dtype, device=whiten.device).expand_as(whiten).clone()
+            if output is None
+            else output,
+        )
 
     def effective(self, index=None):
         """(A, b) of the translators (all, or those `index` lists), with autograd."""
-        weight, bias, mean, whiten, output = (self.weight, self.bias, self.mean, self.whiten, self.output) \
-            if index is None else (self.weight[index], self.bias[index], self.mean[index], self.whiten[index],
-                                   self.output[index])
+        weight, bias, mean, whiten, output = (
+            (self.weight, self.bias, self.mean, self.whiten, self.output)
+            if index is None
+            else (self.weight[index], self.bias[index], self.mean[index], self.whiten[index], self.output[index])
+        )
         a = output @ weight @ whiten
         return a, (output @ bias.unsqueeze(-1)).squeeze(-1) - (a @ mean.unsqueeze(-1)).squeeze(-1)
 
@@ -97,13 +104,17 @@ def whitened_lens(model, tokens, *, seq_len, batch_size, seed=0, windows=FIT_WIN
     drawn from `tokens` (`_moments`); a ridge of 1e-6 of the mean variance keeps it finite. With `fisher`,
     its output side is P_l = (F_l / max eig F_l + FISHER_DAMPING I)^(-1/2), F_l `readout_fisher` on the same
     windows."""
-    xx, fish = _moments(model, tokens, seq_len=seq_len, batch_size=batch_size, seed=seed, windows=windows,
-                        fisher=fisher)
+    xx, fish = _moments(
+        model, tokens, seq_len=seq_len, batch_size=batch_size, seed=seed, windows=windows, fisher=fisher
+    )
     d, count = xx.shape[-1] - 1, xx[:, -1, -1]
     mean = xx[:, :d, d] / count[:, None]
     cov = xx[:, :d, :d] / count[:, None, None] - mean.unsqueeze(-1) * mean.unsqueeze(-2)
-    cov += 1e-6 * torch.diagonal(cov, dim1=1, dim2=2).mean(-1)[:, None, None] * torch.eye(d, dtype=cov.dtype,
-                                                                                         device=cov.device)
+    cov += (
+        1e-6
+        * torch.diagonal(cov, dim1=1, dim2=2).mean(-1)[:, None, None]
+        * torch.eye(d, dtype=cov.dtype, device=cov.device)
+    )
     output = None if fish is None else _inverse_sqrt(fish, damping=FISHER_DAMPING).float()
     return WhitenedLens(mean.float(), _inverse_sqrt(cov).float(), output).to(model.device)
 
@@ -174,4 +185,3 @@ def copy_lens(lens):
     copy = TunedLens(*lens.bias.shape).to(lens.bias.device)
     copy.load_state_dict(lens.state_dict())
     return copy.eval()
-

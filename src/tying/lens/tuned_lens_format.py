@@ -10,6 +10,7 @@ large matrix as its corners). A lens read here must match its model in width, de
 A pair may name such a folder per role (`lens: {tied: DIR, untied: DIR}`): the lens job then scores it in
 place of training one (`given_lens_job`).
 """
+
 import json
 from pathlib import Path
 
@@ -33,9 +34,15 @@ def save_tuned_lens(lens, model, path, *, base_model, revision=None):
     """Write `lens` (a WhitenedLens as its plain translators) for `model` as a tuned-lens folder at `path`,
     atomically; base_model and revision name the model as its users load it (a hub repository, a directory)."""
     lens = lens.plain() if isinstance(lens, WhitenedLens) else lens
-    config = {"base_model_name_or_path": str(base_model), "d_model": model.config.hidden_size,
-              "num_hidden_layers": model.config.num_hidden_layers, "bias": True, "base_model_revision": revision,
-              "unembed_hash": unembed_hash(model), "lens_type": LENS_TYPE}
+    config = {
+        "base_model_name_or_path": str(base_model),
+        "d_model": model.config.hidden_size,
+        "num_hidden_layers": model.config.num_hidden_layers,
+        "bias": True,
+        "base_model_revision": revision,
+        "unembed_hash": unembed_hash(model),
+        "lens_type": LENS_TYPE,
+    }
     params = {}
     for i in range(len(lens.weight)):
         params[f"{i}.weight"] = lens.weight[i].detach().float().cpu().clone()
@@ -53,8 +60,10 @@ def load_tuned_lens(path, model):
     path, config = Path(path), read_lens_config(path)
     d, n = model.config.hidden_size, model.config.num_hidden_layers
     if (config["d_model"], config["num_hidden_layers"]) != (d, n):
-        raise PipelineError(f"{path}: a lens for d_model {config['d_model']} and {config['num_hidden_layers']} "
-                            f"layers; the model has d_model {d} and {n} layers")
+        raise PipelineError(
+            f"{path}: a lens for d_model {config['d_model']} and {config['num_hidden_layers']} "
+            f"layers; the model has d_model {d} and {n} layers"
+        )
     if config.get("unembed_hash") and config["unembed_hash"] != unembed_hash(model):
         raise PipelineError(f"{path}: its unembed_hash is not the model's: a lens for another model's unembedding")
     try:
@@ -64,10 +73,14 @@ def load_tuned_lens(path, model):
     params = {key.removeprefix("layer_translators."): value for key, value in params.items()}
     bias = config.get("bias", True)
     wanted = {f"{i}.{p}" for i in range(n) for p in (("weight", "bias") if bias else ("weight",))}
-    if set(params) != wanted or any(params[f"{i}.weight"].shape != (d, d) for i in range(n)) or (
-            bias and any(params[f"{i}.bias"].shape != (d,) for i in range(n))):
-        raise PipelineError(f"{path / PARAMS}: not {n} translators of shape ({d}, {d})"
-                            + (f" with ({d},) biases" if bias else ""))
+    if (
+        set(params) != wanted
+        or any(params[f"{i}.weight"].shape != (d, d) for i in range(n))
+        or (bias and any(params[f"{i}.bias"].shape != (d,) for i in range(n)))
+    ):
+        raise PipelineError(
+            f"{path / PARAMS}: not {n} translators of shape ({d}, {d})" + (f" with ({d},) biases" if bias else "")
+        )
     lens = TunedLens(n, d)
     with torch.no_grad():
         for i in range(n):

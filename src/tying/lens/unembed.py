@@ -14,6 +14,7 @@ Cohere's `logit_scale` and Granite's `logits_scaling`, then a final soft cap, Ge
 `final_logit_softcapping`), applied to its captured input, reproduce the model's logits. A family whose
 logits are not that readout (OPT with a projection after its final norm) is refused with one line naming it.
 """
+
 import sys
 import weakref
 
@@ -37,8 +38,12 @@ def lens_placement(device, dtype):
     """
     resolved = resolve_device(device)
     if device == "auto" and resolved == "cpu" and dtype == "bfloat16":
-        print("lens: no GPU, so lens.dtype bfloat16 runs as float32 on the CPU "
-              "(set lens.device: cpu to keep bfloat16)", file=sys.stderr, flush=True)
+        print(
+            "lens: no GPU, so lens.dtype bfloat16 runs as float32 on the CPU "
+            "(set lens.device: cpu to keep bfloat16)",
+            file=sys.stderr,
+            flush=True,
+        )
         return resolved, "float32"
     return resolved, dtype
 
@@ -49,8 +54,11 @@ def product_dtype(name, device):
     (a CPU without them emulates bfloat16, slower than float32)."""
     if name != "auto":
         return DTYPES[name]
-    native = torch.device(device).type == "cuda" or torch.cpu._is_avx512_bf16_supported() \
+    native = (
+        torch.device(device).type == "cuda"
+        or torch.cpu._is_avx512_bf16_supported()
         or torch.cpu._is_amx_tile_supported()
+    )
     return torch.bfloat16 if native else torch.float32
 
 
@@ -86,8 +94,14 @@ def _find_final_norm(model):
     kind, head = model.config.model_type, model.get_output_embeddings()
     if not isinstance(head, torch.nn.Linear):
         raise PipelineError(f"no lens readout for model type {kind!r}: its unembedding is not a linear layer")
-    order, hooks = [], [module.register_forward_pre_hook(lambda module, args: order.append((module, args[0])))
-                        for module in model.base_model.modules() if _is_norm(module)]
+    order, hooks = (
+        [],
+        [
+            module.register_forward_pre_hook(lambda module, args: order.append((module, args[0])))
+            for module in model.base_model.modules()
+            if _is_norm(module)
+        ],
+    )
     try:
         ids = torch.arange(PROBE_TOKENS, device=head.weight.device)[None] % head.out_features
         out = model(input_ids=ids, output_hidden_states=True, use_cache=False)
@@ -98,19 +112,23 @@ def _find_final_norm(model):
         raise PipelineError(f"no lens readout for model type {kind!r}: its base model runs no norm module")
     norm, state = order[-1]
     if len(out.hidden_states) != model.config.num_hidden_layers + 1 or state.shape[-1] != head.in_features:
-        raise PipelineError(f"no lens readout for model type {kind!r}: its last norm does not feed the unembedding "
-                            f"(width {state.shape[-1]}, unembedding {head.in_features})")
+        raise PipelineError(
+            f"no lens readout for model type {kind!r}: its last norm does not feed the unembedding "
+            f"(width {state.shape[-1]}, unembedding {head.in_features})"
+        )
     logits = processed(head(norm(state)).float(), *logit_processing(model.config))
     if not torch.allclose(logits, out.logits.float(), rtol=1e-3, atol=1e-3 * (1 + float(logits.abs().max()))):
-        raise PipelineError(f"no lens readout for model type {kind!r}: its logits are not the unembedding of its "
-                            "last norm's output")
+        raise PipelineError(
+            f"no lens readout for model type {kind!r}: its logits are not the unembedding of its last norm's output"
+        )
     return norm
 
 
 def _is_norm(module):
     """A LayerNorm, an RMSNorm, or a leaf module whose class is named for a norm (OlmoLayerNorm, GemmaRMSNorm)."""
     return isinstance(module, (torch.nn.LayerNorm, torch.nn.RMSNorm)) or (
-        "norm" in type(module).__name__.lower() and next(module.children(), None) is None)
+        "norm" in type(module).__name__.lower() and next(module.children(), None) is None
+    )
 
 
 @torch.no_grad()
@@ -178,4 +196,3 @@ def check_tokens(model, tokens, seq_len):
 def token_windows(tokens, starts, seq_len, device):
     """Token windows tokens[s : s + seq_len] for each start: -> (len(starts), seq_len) int64."""
     return torch.from_numpy(np.stack([np.asarray(tokens[s : s + seq_len], dtype=np.int64) for s in starts])).to(device)
-

@@ -19,6 +19,7 @@ held out, they score about 0.
 Everything is done in row chunks from the d x d moments (T^T S and the Gram S^T S,
 accumulated in float64): no centred copy, no SVD or lstsq of a V x d matrix.
 """
+
 from dataclasses import dataclass
 
 import pandas as pd
@@ -47,7 +48,7 @@ def row_cosines(a, b, eps=1e-12):
 
 def column_means(x, chunk=CHUNK):
     """(V, d) -> (d,) float64 column means (float32 sums of row chunks, added in float64)."""
-    return sum(x[start:start + chunk].sum(0).double() for start in range(0, x.shape[0], chunk)) / x.shape[0]
+    return sum(x[start : start + chunk].sum(0).double() for start in range(0, x.shape[0], chunk)) / x.shape[0]
 
 
 def token_split(v, held_out=HELD_OUT, seed=SPLIT_SEED):
@@ -83,8 +84,10 @@ def _moments(views, means, pairs, bounds, chunk):
     out = {}
     for part, (lo, hi) in bounds.items():
         sums = {k: torch.zeros(views[k].matrix.shape[1], dtype=torch.float64) for k in used}
-        prods = {(i, j): torch.zeros(views[i].matrix.shape[1], views[j].matrix.shape[1], dtype=torch.float64)
-                 for i, j in pairs}
+        prods = {
+            (i, j): torch.zeros(views[i].matrix.shape[1], views[j].matrix.shape[1], dtype=torch.float64)
+            for i, j in pairs
+        }
         for start in range(lo, hi, chunk):
             stop = min(start + chunk, hi)
             rows = {k: views[k].chunk(start, stop) - means[k].float() for k in used}
@@ -144,8 +147,9 @@ def mapped_cosines(source, target, maps, mean_s, mean_t, start, stop, chunk=CHUN
         s, t = s_raw - mean_s.float(), t_raw - mean_t.float()
         mapped = dict(zip(fitted, (s @ stacked).split(t.shape[1], dim=1))) if fitted else {}
         for name in maps:
-            out[name].append(row_cosines(s_raw, t_raw) if name == "identity_uncentred"
-                             else row_cosines(mapped.get(name, s), t))
+            out[name].append(
+                row_cosines(s_raw, t_raw) if name == "identity_uncentred" else row_cosines(mapped.get(name, s), t)
+            )
     return {name: torch.cat(parts) for name, parts in out.items()}
 
 
@@ -181,7 +185,9 @@ def alignment_cosines(pairs, maps=MAPS, held_out=0.0, null=False, seed=SPLIT_SEE
         if source.shape[0] != target.shape[0]:
             raise PipelineError(f"alignment needs the same token rows, got {source.shape[0]} and {target.shape[0]}")
         if source.shape[1] != target.shape[1] and set(maps) - {"linear"}:
-            raise PipelineError(f"identity/orthogonal maps need equal widths, got {source.shape[1]} and {target.shape[1]}")
+            raise PipelineError(
+                f"identity/orthogonal maps need equal widths, got {source.shape[1]} and {target.shape[1]}"
+            )
     v = next(iter(pairs.values()))[0].shape[0]
     order, n_fit = token_split(v, held_out, seed)
     permuted_order = torch.randperm(v, generator=torch.Generator().manual_seed(seed + 1))[order] if null else None
@@ -195,8 +201,11 @@ def alignment_cosines(pairs, maps=MAPS, held_out=0.0, null=False, seed=SPLIT_SEE
                 means[id(m)] = column_means(m)
         return slot[id(m), permuted]
 
-    jobs = {(c, target): (view(s, False), view(t, target == "permuted"))
-            for c, (s, t) in pairs.items() for target in (("true", "permuted") if null else ("true",))}
+    jobs = {
+        (c, target): (view(s, False), view(t, target == "permuted"))
+        for c, (s, t) in pairs.items()
+        for target in (("true", "permuted") if null else ("true",))
+    }
     needed = set()
     for i, j in jobs.values():
         if "orthogonal" in maps or "linear" in maps:
@@ -254,10 +263,19 @@ def alignment_frame(untied, tied, maps=MAPS, keep=None, held_out=HELD_OUT, seed=
         found, rows = alignment_cosines(across, [m for m in maps if m == "linear"], **options)
         cosines.update(found)
     frames = [
-        pd.DataFrame({"comparison": c, "map": name, "scored": scored, "target": target,
-                      "token_id": ids[rows[scored]].numpy(), "cosine": cos.numpy()})
+        pd.DataFrame(
+            {
+                "comparison": c,
+                "map": name,
+                "scored": scored,
+                "target": target,
+                "token_id": ids[rows[scored]].numpy(),
+                "cosine": cos.numpy(),
+            }
+        )
         for c, *_ in COMPARISONS
-        for (comparison, scored, target), by_map in cosines.items() if comparison == c
+        for (comparison, scored, target), by_map in cosines.items()
+        if comparison == c
         for name, cos in by_map.items()
     ]
     return pd.concat(frames, ignore_index=True).assign(n_tokens=len(ids), cross_tokenizer=cross_tokenizer)
@@ -280,11 +298,26 @@ def scaling_frames(tied, untied, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED):
     untied, tied, ids = compared_rows(untied, tied, keep)
     cosines, rows = alignment_cosines(
         {"input_u": (untied.input, tied.input), "output_u": (untied.output, tied.input)},
-        maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
+        maps=("orthogonal",),
+        held_out=held_out,
+        null=True,
+        seed=seed,
     )
-    per_token = pd.concat([pd.DataFrame({"reference": ref, "scored": scored, "target": target,
-                                         "token_id": ids[rows[scored]].numpy(), "cosine": c["orthogonal"].numpy()})
-                           for (ref, scored, target), c in cosines.items()], ignore_index=True)
+    per_token = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "reference": ref,
+                    "scored": scored,
+                    "target": target,
+                    "token_id": ids[rows[scored]].numpy(),
+                    "cosine": c["orthogonal"].numpy(),
+                }
+            )
+            for (ref, scored, target), c in cosines.items()
+        ],
+        ignore_index=True,
+    )
     return _orthogonal_means(cosines, len(ids)), per_token
 
 
@@ -295,7 +328,10 @@ def ceiling_frame(untied, second, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED)
     untied, second, ids = compared_rows(untied, second, keep)
     cosines, _ = alignment_cosines(
         {"input_u": (untied.input, second.input), "output_u": (untied.output, second.output)},
-        maps=("orthogonal",), held_out=held_out, null=True, seed=seed,
+        maps=("orthogonal",),
+        held_out=held_out,
+        null=True,
+        seed=seed,
     )
     return _orthogonal_means(cosines, len(ids))
 
@@ -303,6 +339,8 @@ def ceiling_frame(untied, second, keep=None, held_out=HELD_OUT, seed=SPLIT_SEED)
 def _orthogonal_means(cosines, n_tokens):
     """alignment_cosines' orthogonal cosines as a frame of means: reference, scored, target, cosine, n_tokens."""
     return pd.DataFrame(
-        [{"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
-         for (ref, scored, target), c in cosines.items()]
+        [
+            {"reference": ref, "scored": scored, "target": target, "cosine": float(c["orthogonal"].mean())}
+            for (ref, scored, target), c in cosines.items()
+        ]
     ).assign(n_tokens=n_tokens)

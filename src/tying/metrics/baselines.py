@@ -15,6 +15,7 @@ more than HELD_OUT_PAIRS pairs scores an evenly spaced sample of its drawn windo
 every drawn pair's. Memory is the distinct pairs scored (validation and held out) per fold, not the pairs
 drawn, so a paper-scale run is counted in one pass over its draws.
 """
+
 import numpy as np
 import pandas as pd
 
@@ -38,7 +39,7 @@ def window_pairs(ids, windows, seq_len, vocab):
     """(windows, seq_len) int64 keys a * vocab + b of the (input, target) pairs of each window."""
     if not len(windows):
         return np.zeros((0, seq_len), np.int64)
-    tokens = np.stack([np.asarray(ids[w * seq_len:(w + 1) * seq_len + 1], dtype=np.int64) for w in windows])
+    tokens = np.stack([np.asarray(ids[w * seq_len : (w + 1) * seq_len + 1], dtype=np.int64) for w in windows])
     return tokens[:, :-1] * vocab + tokens[:, 1:]
 
 
@@ -61,8 +62,9 @@ class Counts:
             counts += np.bincount(fold * self.vocab + index, minlength=counts.size).reshape(counts.shape)
         at = _positions(self.keys, flat)
         found = at >= 0
-        self.pair += np.bincount(fold[found] * len(self.keys) + at[found],
-                                 minlength=self.pair.size).reshape(self.pair.shape)
+        self.pair += np.bincount(fold[found] * len(self.keys) + at[found], minlength=self.pair.size).reshape(
+            self.pair.shape
+        )
 
     def total(self):
         """(pair, inputs, targets) summed over the folds."""
@@ -140,8 +142,9 @@ def count_baselines(train_ids, val_ids, vocab, run, n_batches, at):
     n = window_count(len(train_ids), seq_len)
     at = sorted(at)
     order = drawn_windows(n, seed, batch_size, 1, at[-1]) if at[-1] else np.zeros(0, np.int64)
-    return _baselines(train_ids, val_ids, vocab, order, {step: step * batch_size for step in at}, n_batches,
-                      batch_size, seq_len)
+    return _baselines(
+        train_ids, val_ids, vocab, order, {step: step * batch_size for step in at}, n_batches, batch_size, seq_len
+    )
 
 
 def corpus_baselines(train_ids, val_ids, vocab, n_batches, batch_size, seq_len):
@@ -157,8 +160,11 @@ def _baselines(train_ids, val_ids, vocab, order, ends, n_batches, batch_size, se
     ascending): at each step, the tables of order[:end]."""
     n = window_count(len(train_ids), seq_len)
     drawn = np.unique(order)
-    sample = drawn[np.unique(np.linspace(0, len(drawn) - 1, min(len(drawn), HELD_OUT_PAIRS // seq_len)).astype(int))] \
-        if len(drawn) else drawn
+    sample = (
+        drawn[np.unique(np.linspace(0, len(drawn) - 1, min(len(drawn), HELD_OUT_PAIRS // seq_len)).astype(int))]
+        if len(drawn)
+        else drawn
+    )
     held = window_pairs(train_ids, sample, seq_len, vocab)
     inputs, targets = validation_pairs(val_ids, n_batches, batch_size, seq_len)
     query = inputs * vocab + targets
@@ -167,17 +173,25 @@ def _baselines(train_ids, val_ids, vocab, order, ends, n_batches, batch_size, se
     for step, end in ends.items():
         new = order[done:end]
         for start in range(0, len(new), CHUNK_WINDOWS):
-            chunk = new[start:start + CHUNK_WINDOWS]
+            chunk = new[start : start + CHUNK_WINDOWS]
             counts.add(window_pairs(train_ids, chunk, seq_len, vocab), chunk * FOLDS // n)
         done = end
         draws = np.bincount(np.searchsorted(drawn, order[:end]), minlength=len(drawn))
-        weight = interpolation_weight(held_out_parts(counts, held, sample * FOLDS // n,
-                                                     draws[np.searchsorted(drawn, sample)]))
+        weight = interpolation_weight(
+            held_out_parts(counts, held, sample * FOLDS // n, draws[np.searchsorted(drawn, sample)])
+        )
         ratio, seen, unigram = table_parts((counts.total(), counts.keys, vocab), query)
         bigram = unigram if np.isnan(weight) else bigram_probability(weight, ratio, seen, unigram)
-        rows.append({"step": step, "positions": end * seq_len, "targets": len(targets),
-                     "unigram_loss": float(-np.log(unigram).mean()), "bigram_loss": float(-np.log(bigram).mean()),
-                     "bigram_weight": weight})
+        rows.append(
+            {
+                "step": step,
+                "positions": end * seq_len,
+                "targets": len(targets),
+                "unigram_loss": float(-np.log(unigram).mean()),
+                "bigram_loss": float(-np.log(bigram).mean()),
+                "bigram_weight": weight,
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

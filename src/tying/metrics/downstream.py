@@ -3,6 +3,7 @@
 Tidy rows (metric, value); the metric names are the Table 7 column headers. The zero-shot
 accuracies are in tying.metrics.zero_shot.
 """
+
 import math
 import sys
 from pathlib import Path
@@ -23,8 +24,14 @@ def text_documents(cfg):
     """Documents of the `downstream.perplexity` config section (source hf or local), each stripped."""
     if cfg["source"] == "local":
         return local_documents(cfg["paths"], cfg.get("text_field", "text"))
-    return hf_documents(cfg["path"], cfg.get("name"), cfg.get("split", "test"), cfg.get("revision"),
-                        cfg.get("text_field", "text"), max_tokens=math.inf)
+    return hf_documents(
+        cfg["path"],
+        cfg.get("name"),
+        cfg.get("split", "test"),
+        cfg.get("revision"),
+        cfg.get("text_field", "text"),
+        max_tokens=math.inf,
+    )
 
 
 def write_text(documents, path):
@@ -48,7 +55,7 @@ def perplexity(model, ids, seq_len, batch_size=8):
     windows = list(ids.split(seq_len))
     full, last = (windows, []) if len(windows[-1]) == seq_len else (windows[:-1], windows[-1:])
     total, count = 0.0, 0
-    for group in [full[i:i + batch_size] for i in range(0, len(full), batch_size)] + [last]:
+    for group in [full[i : i + batch_size] for i in range(0, len(full), batch_size)] + [last]:
         if not group or group[0].numel() < 2:
             continue
         x = torch.stack(group).to(device)

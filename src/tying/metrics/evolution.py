@@ -5,13 +5,14 @@ drift(s) = mean_i cos(E_s[i], E_{s_0}[i]); change(s_k) = mean_i cos(E_{s_k}[i], 
 NaN at s_0. Cosines of raw (uncentred) rows. The per-token drifts behind the means are kept too (C4 by
 exposure, and at each checkpoint on the tokens seen by then).
 """
+
 import math
 
 import numpy as np
 import pandas as pd
 
-from tying.metrics.alignment import row_cosines
 from tying.errors import PipelineError
+from tying.metrics.alignment import row_cosines
 
 MATRICES = ("input", "output")
 
@@ -32,19 +33,25 @@ def evolution_frames(checkpoints, keep=None):
         if last_step is not None and step <= last_step:
             raise PipelineError(f"checkpoints must come in increasing step order, got {step} after {last_step}")
         if first is not None and emb.input.shape != first.input.shape:
-            raise PipelineError(f"step {step}: embedding shape {tuple(emb.input.shape)} differs from {tuple(first.input.shape)}")
+            raise PipelineError(
+                f"step {step}: embedding shape {tuple(emb.input.shape)} differs from {tuple(first.input.shape)}"
+            )
         if first is None:
             first = emb
         for name in MATRICES:
             current = getattr(emb, name)
             drift = row_cosines(current, getattr(first, name))
             tokens.append(pd.DataFrame({"matrix": name, "step": step, "drift": drift.numpy()}))
-            rows.append({
-                "matrix": name,
-                "step": step,
-                "drift": float(drift.mean()),
-                "change": math.nan if previous is None else float(row_cosines(current, getattr(previous, name)).mean()),
-            })
+            rows.append(
+                {
+                    "matrix": name,
+                    "step": step,
+                    "drift": float(drift.mean()),
+                    "change": math.nan
+                    if previous is None
+                    else float(row_cosines(current, getattr(previous, name)).mean()),
+                }
+            )
         previous, last_step = emb, step
     if not rows:
         raise PipelineError("evolution needs at least one checkpoint")

@@ -5,6 +5,7 @@ path, effective, after any input scale) and g_out (projection path) of the two p
 the shared matrix's gradient, and `proxy`, the norm of dL/d(embedding output) that the
 paper's code took for the input side.
 """
+
 from tying.errors import PipelineError
 
 WINDOW = 20

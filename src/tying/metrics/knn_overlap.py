@@ -9,6 +9,7 @@ Chance: unrelated matrices overlap k / (n - 1) on average over n tokens. The per
 null pairs token i of A with token pi(i) of B for a seeded permutation pi; its neighbours come
 from B's lists relabelled (pi^-1(N_B(pi(i)))), so the null costs no second neighbour search.
 """
+
 import warnings
 
 import pandas as pd
@@ -45,7 +46,7 @@ def nearest_neighbours(x, k, chunk=CHUNK):
     best_idx = torch.zeros(v, k, dtype=torch.long)
     buf = torch.empty(min(chunk, v) * v)
     for start in range(0, v, chunk):
-        rows = xn[start:start + chunk]
+        rows = xn[start : start + chunk]
         n = rows.shape[0]
         sims = torch.mm(rows, xn[start:].T, out=buf[: n * (v - start)].view(n, v - start))
         sims[torch.arange(n), torch.arange(n)] = float("-inf")
@@ -86,17 +87,20 @@ def approximate_neighbours(x, k, sketch_dim=256, candidates=64, power_iters=2, s
     out = torch.empty(v, k, dtype=torch.long)
     buf = torch.empty(min(chunk, v), v)
     for start in range(0, v, chunk):
-        rows = sketch[start:start + chunk]
+        rows = sketch[start : start + chunk]
         n = rows.shape[0]
         cand = _top_excluding_self(torch.mm(rows, sketch.T, out=buf[:n]), start, candidates).sort(dim=1).values
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             pattern = torch.sparse_csr_tensor(
-                torch.arange(0, n * candidates + 1, candidates), cand.flatten(), torch.zeros(n * candidates),
-                size=(n, v), check_invariants=False,
+                torch.arange(0, n * candidates + 1, candidates),
+                cand.flatten(),
+                torch.zeros(n * candidates),
+                size=(n, v),
+                check_invariants=False,
             )
-            exact = torch.sparse.sampled_addmm(pattern, xn[start:start + n], xn.T).values().view(n, candidates)
-        out[start:start + n] = cand.gather(1, exact.topk(k, dim=1).indices)
+            exact = torch.sparse.sampled_addmm(pattern, xn[start : start + n], xn.T).values().view(n, candidates)
+        out[start : start + n] = cand.gather(1, exact.topk(k, dim=1).indices)
     return out
 
 
@@ -137,12 +141,19 @@ def knn_frame(untied, tied, ks=(10,), approximate=False, keep=None, null_seed=1,
     for name, a, b in COMPARISONS:
         null_b = permuted_neighbours(neighbours[b], null_seed)
         for k in ks:
-            frames.append(pd.DataFrame({
-                "comparison": name, "k": k, "token_id": ids.numpy(),
-                "overlap": overlap(neighbours[a][:, :k], neighbours[b][:, :k]).numpy(),
-                "null_overlap": overlap(neighbours[a][:, :k], null_b[:, :k]).numpy(),
-                "chance": k / (n - 1), "n_tokens": n,
-            }))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "comparison": name,
+                        "k": k,
+                        "token_id": ids.numpy(),
+                        "overlap": overlap(neighbours[a][:, :k], neighbours[b][:, :k]).numpy(),
+                        "null_overlap": overlap(neighbours[a][:, :k], null_b[:, :k]).numpy(),
+                        "chance": k / (n - 1),
+                        "n_tokens": n,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True).assign(cross_tokenizer=cross_tokenizer)
 
 

@@ -6,6 +6,7 @@ that tokenizer (tying.metrics.baselines.corpus_baselines) on the same targets: i
 so the tables count the corpus the pipeline has, every training window once. The rows are
 tying.metrics.model_quality's, at step 0, so the LM claim reads them as a trained pair's.
 """
+
 import json
 import math
 
@@ -39,7 +40,9 @@ def local_quality_frame(role, model_dir, files, cfg, *, device="cpu", dtype="flo
     batch_size, seq_len = cfg["batch_size"], cfg["seq_len"]
     n_batches = cfg.get("eval_batches") or math.ceil((len(val) - 1) // seq_len / batch_size)
     tables = corpus_baselines(train, val, vocab, n_batches, batch_size, seq_len)
-    loss = validation_loss(frozen_model(model_dir, device=device, dtype=dtype),
-                           eval_batches(val, n_batches, batch_size, seq_len))
-    return tables.assign(role=role, arch=str(model_dir), variant="local", val_loss=loss,
-                         margin=loss - tables["bigram_loss"])[COLUMNS]
+    loss = validation_loss(
+        frozen_model(model_dir, device=device, dtype=dtype), eval_batches(val, n_batches, batch_size, seq_len)
+    )
+    return tables.assign(
+        role=role, arch=str(model_dir), variant="local", val_loss=loss, margin=loss - tables["bigram_loss"]
+    )[COLUMNS]

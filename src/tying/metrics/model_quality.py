@@ -6,6 +6,7 @@ margin is the loss minus the bigram's: negative once the model predicts better t
 The claims table's row LM takes, per seed, the largest margin over the pair's models (the worst of
 them), so its interval lies below zero only when every model of every seed beats its table.
 """
+
 import numpy as np
 import pandas as pd
 
@@ -32,16 +33,20 @@ def quality_frame(runs, logs, baselines):
     and count-baseline files (tying.metrics.baselines) in the same order. Returns COLUMNS, one row per model and
     step both hold.
     """
-    frames = [run_losses(log, baseline).dropna(subset=["bigram_loss"]).assign(role=role, arch=arch, variant=variant)
-              for (role, arch, variant), log, baseline in zip(runs, logs, baselines)]
+    frames = [
+        run_losses(log, baseline).dropna(subset=["bigram_loss"]).assign(role=role, arch=arch, variant=variant)
+        for (role, arch, variant), log, baseline in zip(runs, logs, baselines)
+    ]
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
 def loss_frame(runs, logs, baselines):
     """Table 7's held-out loss: a tidy frame (arch, variant, seed, step, val_loss, perplexity, and run_losses's
     baselines and margin) of `runs` [(arch, variant, seed)] from their training logs and count baselines."""
-    frames = [run_losses(log, baseline).assign(arch=arch, variant=variant, seed=seed)
-              for (arch, variant, seed), log, baseline in zip(runs, logs, baselines)]
+    frames = [
+        run_losses(log, baseline).assign(arch=arch, variant=variant, seed=seed)
+        for (arch, variant, seed), log, baseline in zip(runs, logs, baselines)
+    ]
     rows = pd.concat(frames, ignore_index=True)
     return rows.assign(perplexity=np.exp(rows["val_loss"]))[["arch", "variant", "seed", *LOSS_COLUMNS]]
 
@@ -55,5 +60,7 @@ def quality_detail(quality, step=None):
     """What the row's number leaves out: each model's mean margin and the two tables' losses (nats)."""
     rows = at_step(quality, step)
     margins = rows.groupby("role", sort=False)["margin"].mean()
-    return (", ".join(f"{role} {value:+.3f}" for role, value in margins.items())
-            + f" nats; bigram {rows['bigram_loss'].mean():.3f}, unigram {rows['unigram_loss'].mean():.3f}")
+    return (
+        ", ".join(f"{role} {value:+.3f}" for role, value in margins.items())
+        + f" nats; bigram {rows['bigram_loss'].mean():.3f}, unigram {rows['unigram_loss'].mean():.3f}"
+    )

@@ -17,6 +17,7 @@ decay alone. Chance level of rise-and-fall: the same
 statistic with the norms shuffled across the tokens of each matrix (a flat profile by
 construction, binned alike), `shuffled_rise_fall`.
 """
+
 import numpy as np
 import pandas as pd
 
@@ -47,12 +48,26 @@ def norm_frequency_frame(untied, tied, token_set, initial=None, levels=(np.nan, 
         raise PipelineError(f"token set holds ids outside the vocabulary of {len(untied.tokens)} tokens")
     exposure = {c: token_set[c].to_numpy() if c in token_set.columns else np.nan for c in ("drawn", "per_million")}
     frames = []
-    for name, (model, role) in {"untied_input": (0, "input"), "untied_output": (0, "output"),
-                                "tied": (1, "input")}.items():
+    for name, (model, role) in {
+        "untied_input": (0, "input"),
+        "untied_output": (0, "output"),
+        "tied": (1, "input"),
+    }.items():
         norm = getattr((untied, tied)[model], role).norm(dim=1).numpy()[keep]
         start = np.nan if initial is None else getattr(initial[model], role).norm(dim=1).numpy()[keep]
-        frames.append(pd.DataFrame({"matrix": name, "token_id": keep, "count": count, **exposure, "norm": norm,
-                                    "initial_norm": start, "no_gradient_level": levels[model]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "matrix": name,
+                    "token_id": keep,
+                    "count": count,
+                    **exposure,
+                    "norm": norm,
+                    "initial_norm": start,
+                    "no_gradient_level": levels[model],
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True).assign(n_tokens=len(keep))
 
 
@@ -72,7 +87,7 @@ def frequency_bins(count, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TO
         if filled >= min_tokens:
             label, filled, top = label + 1, 0, None
     if filled and label and levels[merged == label - 1].max() - levels[0] < max_span:  # rarest leftover: join
-        merged[merged == label] = label - 1                                                # the bin above
+        merged[merged == label] = label - 1  # the bin above
     merged = merged.max() - merged
     return merged[np.searchsorted(levels, fine)]
 
@@ -87,16 +102,28 @@ def binned_norms(frame, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKE
     without it), tokens.
     """
     seen = frame[frame[by] >= 1]
-    bins = seen.groupby("matrix")[by].transform(lambda c: frequency_bins(c.to_numpy(), bins_per_decade,
-                                                                         min_tokens))
-    seen = seen.assign(bin=bins, log_count=np.log10(seen[by]), frequency=seen[by],
-                       initial_norm=seen["initial_norm"] if "initial_norm" in seen.columns else np.nan,
-                       per_million=seen["per_million"] if "per_million" in seen.columns else np.nan)
-    return (seen.groupby(["matrix", "bin"], sort=True)
-            .agg(log_count=("log_count", "mean"), count_low=("frequency", "min"), count_high=("frequency", "max"),
-                 per_million_low=("per_million", "min"), per_million_high=("per_million", "max"),
-                 norm=("norm", "mean"), initial_norm=("initial_norm", "mean"), tokens=("norm", "size"))
-            .reset_index())
+    bins = seen.groupby("matrix")[by].transform(lambda c: frequency_bins(c.to_numpy(), bins_per_decade, min_tokens))
+    seen = seen.assign(
+        bin=bins,
+        log_count=np.log10(seen[by]),
+        frequency=seen[by],
+        initial_norm=seen["initial_norm"] if "initial_norm" in seen.columns else np.nan,
+        per_million=seen["per_million"] if "per_million" in seen.columns else np.nan,
+    )
+    return (
+        seen.groupby(["matrix", "bin"], sort=True)
+        .agg(
+            log_count=("log_count", "mean"),
+            count_low=("frequency", "min"),
+            count_high=("frequency", "max"),
+            per_million_low=("per_million", "min"),
+            per_million_high=("per_million", "max"),
+            norm=("norm", "mean"),
+            initial_norm=("initial_norm", "mean"),
+            tokens=("norm", "size"),
+        )
+        .reset_index()
+    )
 
 
 def rise_fall(means):
@@ -134,16 +161,22 @@ def shape_stats(frame, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKEN
         means, start = bins["norm"].to_numpy(), bins["initial_norm"].to_numpy()
         level = group["no_gradient_level"].mean() if "no_gradient_level" in group.columns else np.nan
         rise, fall = rise_fall(means)
-        rows.append({
-            "matrix": name, "bins": len(means), "spread": float((means.max() - means.min()) / np.median(means)),
-            "rise": rise, "fall": fall,
-            "peak_count": float(10 ** bins["log_count"].iloc[int(means.argmax())]),
-            "drift": float(np.abs(means / start - 1).max()),
-            "net_drift": float(np.abs(means / (start * (1 - level)) - 1).max()),
-            "spearman": float(np.log10(group[by]).rank().corr(group["norm"].rank())),
-        })
-    return pd.DataFrame(rows, columns=["matrix", "bins", "spread", "rise", "fall", "peak_count", "drift", "net_drift",
-                                       "spearman"])
+        rows.append(
+            {
+                "matrix": name,
+                "bins": len(means),
+                "spread": float((means.max() - means.min()) / np.median(means)),
+                "rise": rise,
+                "fall": fall,
+                "peak_count": float(10 ** bins["log_count"].iloc[int(means.argmax())]),
+                "drift": float(np.abs(means / start - 1).max()),
+                "net_drift": float(np.abs(means / (start * (1 - level)) - 1).max()),
+                "spearman": float(np.log10(group[by]).rank().corr(group["norm"].rank())),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["matrix", "bins", "spread", "rise", "fall", "peak_count", "drift", "net_drift", "spearman"]
+    )
 
 
 def rise_and_fall(shape):
@@ -152,8 +185,9 @@ def rise_and_fall(shape):
     return float(min(min(shape.loc[m, "rise"], shape.loc[m, "fall"]) for m in RISE_FALL_MATRICES))
 
 
-def shuffled_rise_fall(frame, shuffles, seed=0, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKENS,
-                       by=FREQUENCY):
+def shuffled_rise_fall(
+    frame, shuffles, seed=0, bins_per_decade=BINS_PER_DECADE, min_tokens=MIN_BIN_TOKENS, by=FREQUENCY
+):
     """C6b's statistic (rise_and_fall) with each matrix's norms shuffled across its tokens, `shuffles` times:
     the chance level of a profile flat by construction, binned as the real one -> (shuffles,) floats."""
     rng = np.random.default_rng(seed)

@@ -2,6 +2,7 @@
 
 A module of its own so that only the job that runs lm-eval needs it installed (workflow/envs/eval.yaml).
 """
+
 import pandas as pd
 
 from tying.errors import PipelineError
@@ -11,8 +12,9 @@ LM_EVAL_METRICS = ("acc", "acc_norm")
 INSTALL_EVAL = "pip install -c constraints.txt -e '.[eval]'"
 
 
-def lm_eval_scores(model_dir, tasks, *, num_fewshot=0, batch_size=8, limit=None, include_path=None,
-                   device="cpu", dtype="float32"):
+def lm_eval_scores(
+    model_dir, tasks, *, num_fewshot=0, batch_size=8, limit=None, include_path=None, device="cpu", dtype="float32"
+):
     """Rows (metric, value): each task's accuracy (and length-normalised accuracy where the task has
     it) from lm-eval's `simple_evaluate` on the checkpoint `model_dir`, named "<task> <metric>"."""
     try:
@@ -25,11 +27,23 @@ def lm_eval_scores(model_dir, tasks, *, num_fewshot=0, batch_size=8, limit=None,
     if unknown:
         raise PipelineError(f"downstream.lm_eval.tasks: unknown to lm-eval: {', '.join(unknown)}")
     results = lm_eval.simple_evaluate(
-        model="hf", model_args={"pretrained": str(model_dir), "dtype": dtype}, tasks=list(tasks),
-        num_fewshot=num_fewshot, batch_size=batch_size, device=resolve_device(device), limit=limit, task_manager=manager,
-        log_samples=False, bootstrap_iters=0)
-    rows = [{"metric": f"{task} {name}", "value": float(results["results"][task][f"{name},none"])}
-            for task in tasks for name in LM_EVAL_METRICS if f"{name},none" in results["results"][task]]
+        model="hf",
+        model_args={"pretrained": str(model_dir), "dtype": dtype},
+        tasks=list(tasks),
+        num_fewshot=num_fewshot,
+        batch_size=batch_size,
+        device=resolve_device(device),
+        limit=limit,
+        task_manager=manager,
+        log_samples=False,
+        bootstrap_iters=0,
+    )
+    rows = [
+        {"metric": f"{task} {name}", "value": float(results["results"][task][f"{name},none"])}
+        for task in tasks
+        for name in LM_EVAL_METRICS
+        if f"{name},none" in results["results"][task]
+    ]
     return pd.DataFrame(rows, columns=["metric", "value"])
 
 

@@ -17,6 +17,7 @@ three lenses, each from one source:
 The sweeps need no lens_budget.comparisons: the study names its runs itself (`width_runs`), so the grid is the
 one list of them; a config may still give comparisons for figures/lens_budget.pdf beside it.
 """
+
 from tying.errors import PipelineError
 from tying.plan.grid import cells
 
@@ -34,20 +35,35 @@ def width_cells(config):
     """The study's cells, narrow to wide, each as {cell, hidden_size, layers, steps, tied, untied} (the last two:
     the cell's tied and untied variant names)."""
     lens_cells = sorted((c for c in cells(config) if c.lens), key=lambda c: c.hidden_size)
-    return [{"cell": c.name, "hidden_size": c.hidden_size, "layers": c.layers, "steps": c.steps, "tied": c.tied,
-             "untied": c.untied} for c in lens_cells]
+    return [
+        {
+            "cell": c.name,
+            "hidden_size": c.hidden_size,
+            "layers": c.layers,
+            "steps": c.steps,
+            "tied": c.tied,
+            "untied": c.untied,
+        }
+        for c in lens_cells
+    ]
 
 
 def width_runs(config):
     """(arch, variant, seed, step) of every run the study sweeps: each cell's tied and untied run of every seed at
     its final step."""
     seeds = config["scaling"]["seeds"]
-    return [(c["cell"], c[role], seed, c["steps"]) for c in width_cells(config) for role in ("tied", "untied")
-            for seed in seeds]
+    return [
+        (c["cell"], c[role], seed, c["steps"])
+        for c in width_cells(config)
+        for role in ("tied", "untied")
+        for seed in seeds
+    ]
 
 
 def check(config):
     """The sweeps the study reads run its procedure."""
     if built(config) and PROCEDURE not in config["lens_budget"]["procedures"]:
-        raise PipelineError(f"scaling.c3_by_width: reads the lens_budget sweeps' {PROCEDURE} rows, and "
-                            f"lens_budget.procedures {config['lens_budget']['procedures']} lacks {PROCEDURE}")
+        raise PipelineError(
+            f"scaling.c3_by_width: reads the lens_budget sweeps' {PROCEDURE} rows, and "
+            f"lens_budget.procedures {config['lens_budget']['procedures']} lacks {PROCEDURE}"
+        )

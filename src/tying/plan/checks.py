@@ -1,30 +1,27 @@
 """What the config schema cannot say, checked before any job with one-line errors: shards, schedules, pairs and
 the models they name, the survey, the studies' own sections."""
+
 import json
 from dataclasses import replace
 from pathlib import Path
 
-from tying.checkpoints.checkpoint_files import stored_tensors
-from tying.checkpoints.layouts import LAYOUTS, vocab_size
-from tying.checkpoints.lens_folder import read_lens_config
-from tying.checkpoints.tokenizer_files import folder_tokens
-from tying.checkpoints.unembedding_hash import stored_unembedding_hashes
+from tying.checkpoints.layouts import vocab_size
 from tying.errors import PipelineError
 from tying.plan import c3_by_width, lens_budget
 from tying.plan.claims import claims_pairs
 from tying.plan.claims_over_training import unwritten_trajectories
+from tying.plan.local_checks import check_given_lens, check_local, check_shared_tokens
 from tying.plan.pairs import ROLES, local_pair, pair_refs, pair_schedule, trained
+from tying.plan.recipes import clip_qkv, init_scheme
 from tying.plan.references import reference
 from tying.plan.runs import model_dims, schedule
-from tying.plan.recipes import clip_qkv, init_scheme
 from tying.plan.schema import check_schema
 
 # Targets whose metrics read a pair's tied model, and those that follow its untied model's checkpoints.
 NEEDS_TIED = {"fig1", "fig2", "fig4", "fig5", "fig6", "fig7", "table1", "table2", "table5", "table6", "claims"}
 NEEDS_EVOLUTION = {"fig3", "fig8", "fig9", "claims"}
 # Targets that read what only a pipeline-trained pair has: training logs, gradient provenance, token counts.
-NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup",
-                 "c7_dose"}
+NEEDS_TRAINED = {"fig4", "fig5", "table2", "table6", "table7", "claims_by_exposure", "claims_by_lookup", "c7_dose"}
 # Targets a trained control (pairs.<name>.control) may feed: its tied role is one matrix, not a model.
 CONTROL_TARGETS = {"table1", "table5", "claims", "claims_by_exposure", "claims_by_lookup"}
 
@@ -36,8 +33,10 @@ def check(config, schema_path):
     _check_shards(config["corpus"])
     train, runs = config["train"], schedule(config)
     if train["batch_size"] % (train["nproc"] * train["grad_accum"]):
-        raise PipelineError(f"train.batch_size: {train['batch_size']} is not a multiple of train.nproc x "
-                            f"train.grad_accum ({train['nproc']} x {train['grad_accum']})")
+        raise PipelineError(
+            f"train.batch_size: {train['batch_size']} is not a multiple of train.nproc x "
+            f"train.grad_accum ({train['nproc']} x {train['grad_accum']})"
+        )
     late = sorted(s for s in runs.checkpoints if s > runs.steps)
     if late:
         raise PipelineError(f"train.checkpoints: {late} exceed train.steps ({runs.steps})")
@@ -54,21 +53,27 @@ def check(config, schema_path):
         except PipelineError as err:
             raise PipelineError(f"architectures.{arch}: {err}") from None
         if dims["hidden_size"] % dims["heads"]:
-            raise PipelineError(f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
-                                f"of heads {dims['heads']}")
+            raise PipelineError(
+                f"architectures.{arch}: hidden_size {dims['hidden_size']} is not a multiple "
+                f"of heads {dims['heads']}"
+            )
     if config["lens"]["fisher"] and not config["lens"]["whiten"]:
-        raise PipelineError("lens.fisher: whitens the translators' output side on top of their input side; "
-                            "it needs lens.whiten: true")
+        raise PipelineError(
+            "lens.fisher: whitens the translators' output side on top of their input side; "
+            "it needs lens.whiten: true"
+        )
     local = _check_pairs(config)
     _check_knn(config)
-    shared = _check_shared_tokens(config, local)
+    shared = check_shared_tokens(config, local, dict.fromkeys(pair for _, pair in _targets(config)))
     _check_survey(config)
     lens_budget.check(config)
     c3_by_width.check(config)
     unwritten = unwritten_trajectories(config)
     if unwritten:
-        raise PipelineError(f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.hub.revisions "
-                            "match (docs/statistics.md, Claims over training)")
+        raise PipelineError(
+            f"pairs.{unwritten[0]}.trajectory is empty: write it with python -m tying.hub.revisions "
+            "match (docs/statistics.md, Claims over training)"
+        )
     return shared
 
 
@@ -87,8 +92,10 @@ def _check_survey(config):
         if not all(role in refs and refs[role].hub for role in ROLES):
             raise PipelineError(f"pairs.{name}: the survey compares a tied and an untied released (hub) model")
         if "control" in pair and (name not in surveyed or name in used):
-            raise PipelineError(f"pairs.{name}: a negative control (control: {pair['control']}) is read by the "
-                                "survey only; list it in survey.comparisons and in no figure or table")
+            raise PipelineError(
+                f"pairs.{name}: a negative control (control: {pair['control']}) is read by the "
+                "survey only; list it in survey.comparisons and in no figure or table"
+            )
 
 
 def _check_shards(corpus):
@@ -97,197 +104,124 @@ def _check_shards(corpus):
     if n > 1 and corpus["source"] == "stdlib":
         raise PipelineError(f"corpus.shards: {n} shards of the stdlib source, which is one part (use 1)")
     if corpus["source"] == "local" and n > len(corpus["paths"]):
-        raise PipelineError(f"corpus.shards: {n} shards of {len(corpus['paths'])} local files "
-                            "(a shard is a block of whole files)")
+        raise PipelineError(
+            f"corpus.shards: {n} shards of {len(corpus['paths'])} local files (a shard is a block of whole files)"
+        )
 
 
 def _check_pairs(config):
     """Cross-references the schema cannot state: names that must exist, steps that must be exported. Returns
-    {(pair, role): (token strings by id, rows)} of each local model (_check_local)."""
+    {(pair, role): (token strings by id, rows)} of each local model (check_local)."""
     pairs, local = config.get("pairs", {}), {}
     for name, pair in pairs.items():
         for role, ref in pair_refs(config, name).items():
             if ref.trained:
                 if ref.arch not in config["architectures"]:
-                    raise PipelineError(f"pairs.{name}.{role}.arch: unknown architecture {ref.arch!r} "
-                                        f"(architectures: {', '.join(config['architectures'])})")
+                    raise PipelineError(
+                        f"pairs.{name}.{role}.arch: unknown architecture {ref.arch!r} "
+                        f"(architectures: {', '.join(config['architectures'])})"
+                    )
                 if ref.variant not in config["variants"]:
-                    raise PipelineError(f"pairs.{name}.{role}.variant: unknown variant {ref.variant!r} "
-                                        f"(variants: {', '.join(config['variants'])})")
+                    raise PipelineError(
+                        f"pairs.{name}.{role}.variant: unknown variant {ref.variant!r} "
+                        f"(variants: {', '.join(config['variants'])})"
+                    )
                 if config["variants"][ref.variant].get("data_offset"):
-                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref.variant!r} trains on another seed's "
-                                        "batches (data_offset), and a pair's runs share their seed's; compare it in "
-                                        "lens_budget.comparisons")
+                    raise PipelineError(
+                        f"pairs.{name}.{role}.variant: {ref.variant!r} trains on another seed's "
+                        "batches (data_offset), and a pair's runs share their seed's; compare it in "
+                        "lens_budget.comparisons"
+                    )
                 wanted = role == "tied" and "control" not in pair  # a control's tied role is an untied run
                 if config["variants"][ref.variant]["tied"] != wanted:
-                    raise PipelineError(f"pairs.{name}.{role}.variant: {ref.variant!r} is not "
-                                        f"{'tied' if wanted else 'untied'}"
-                                        + (" (a control's tied role is an untied run)" if "control" in pair else ""))
+                    raise PipelineError(
+                        f"pairs.{name}.{role}.variant: {ref.variant!r} is not "
+                        f"{'tied' if wanted else 'untied'}"
+                        + (" (a control's tied role is an untied run)" if "control" in pair else "")
+                    )
             if ref.local:
                 control = role == "tied" and "control" in pair  # a control's tied role is an untied model
-                local[name, role] = _check_local(f"pairs.{name}.{role}.path", ref, tied=role == "tied" and not control,
-                                                 control=control)
+                local[name, role] = check_local(
+                    f"pairs.{name}.{role}.path", ref, tied=role == "tied" and not control, control=control
+                )
         if isinstance(pair.get("lens"), dict):
-            _check_given_lens(config, name, pair)
+            check_given_lens(config, name, pair)
         untied = reference(pair["untied"])
         if untied.local:
             for step, path in pair.get("evolution", {}).items():  # checkpoints of the untied model: its tokenizer
-                _check_local(f"pairs.{name}.evolution.{step}", replace(untied, path=path), tied=False,
-                             tokenizer_key=f"pairs.{name}.untied.tokenizer")
+                check_local(
+                    f"pairs.{name}.evolution.{step}",
+                    replace(untied, path=path),
+                    tied=False,
+                    tokenizer_key=f"pairs.{name}.untied.tokenizer",
+                )
             if pair.get("trajectory"):
-                raise PipelineError(f"pairs.{name}.trajectory: matched hub revisions; a local pair has none "
-                                    "(its evolution names its checkpoints' directories)")
+                raise PipelineError(
+                    f"pairs.{name}.trajectory: matched hub revisions; a local pair has none "
+                    "(its evolution names its checkpoints' directories)"
+                )
         for variant in pair.get("scaled", []):
             if not config["variants"].get(variant, {}).get("tied"):
                 tied = [v for v, spec in config["variants"].items() if spec.get("tied")]
-                raise PipelineError(f"pairs.{name}.scaled: {variant!r} is not a tied variant "
-                                    f"(tied variants: {', '.join(tied) or 'none'})")
+                raise PipelineError(
+                    f"pairs.{name}.scaled: {variant!r} is not a tied variant "
+                    f"(tied variants: {', '.join(tied) or 'none'})"
+                )
         if pair.get("step") is not None and pair["step"] not in pair_schedule(config, name).checkpoints:
-            raise PipelineError(f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints "
-                                f"({', '.join(map(str, pair_schedule(config, name).checkpoints))})")
+            raise PipelineError(
+                f"pairs.{name}.step: {pair['step']} is not one of train.checkpoints "
+                f"({', '.join(map(str, pair_schedule(config, name).checkpoints))})"
+            )
     for key, pair in _targets(config):
         if pair not in pairs:
             raise PipelineError(f"{key}: unknown pair {pair!r} (pairs: {', '.join(pairs) or 'none'})")
         target = key.split(".")[1]
         if "control" in pairs[pair] and target not in CONTROL_TARGETS:
-            raise PipelineError(f"{key}: pair {pair!r} is a negative control, read by "
-                                f"{', '.join(sorted(CONTROL_TARGETS))} only")
+            raise PipelineError(
+                f"{key}: pair {pair!r} is a negative control, read by {', '.join(sorted(CONTROL_TARGETS))} only"
+            )
         if target == "claims" and "control" in pairs[pair] and pair == claims_pairs(config)[0]:
-            raise PipelineError(f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) "
-                                "can only follow it")
+            raise PipelineError(
+                f"{key}: the first claims pair gets every claim; a negative control ({pair!r}) can only follow it"
+            )
         if target in NEEDS_TRAINED and not trained(config, pair):
-            raise PipelineError(f"{key}: pair {pair!r} is released models, and {target} reads what only a pair the "
-                                "pipeline trains has (training logs, gradient provenance, token counts)")
+            raise PipelineError(
+                f"{key}: pair {pair!r} is released models, and {target} reads what only a pair the "
+                "pipeline trains has (training logs, gradient provenance, token counts)"
+            )
         if target in NEEDS_TIED and "tied" not in pairs[pair]:
             raise PipelineError(f"{key}: pair {pair!r} has no tied model, and {target} compares tied with untied")
         further_claims = target == "claims" and pair != claims_pairs(config)[0]  # C1 and C2 only
         local_claims = target == "claims" and local_pair(config, pair)  # without checkpoints: C4 not testable here
-        if (target in NEEDS_EVOLUTION and not further_claims and not local_claims and not trained(config, pair)
-                and "evolution" not in pairs[pair]):
+        if (
+            target in NEEDS_EVOLUTION
+            and not further_claims
+            and not local_claims
+            and not trained(config, pair)
+            and "evolution" not in pairs[pair]
+        ):
             local = reference(pairs[pair]["untied"]).local
-            raise PipelineError(f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "
-                                f"-> {'directory' if local else 'revision'} of its untied model)")
+            raise PipelineError(
+                f"{key}: {'local' if local else 'hub'} pair {pair!r} has no evolution (training step "
+                f"-> {'directory' if local else 'revision'} of its untied model)"
+            )
     dose = config.get("tables", {}).get("c7_dose")
     if dose in pairs and not pairs[dose].get("scaled"):
-        raise PipelineError(f"tables.c7_dose: pair {dose!r} has no input-scaled variants (pairs.{dose}.scaled), "
-                            "so no dose but the tied run's")
+        raise PipelineError(
+            f"tables.c7_dose: pair {dose!r} has no input-scaled variants (pairs.{dose}.scaled), "
+            "so no dose but the tied run's"
+        )
     ceiling = config["analysis"]["ceiling_variant"]
     if dose in pairs and config["variants"].get(ceiling, {}).get("tied", True):
-        raise PipelineError(f"analysis.ceiling_variant: {ceiling!r} is not an untied variant "
-                            f"({', '.join(v for v, spec in config['variants'].items() if not spec['tied']) or 'none'}); "
-                            "the C7 dose table divides C7a and C7b by a second untied run's cosines")
+        raise PipelineError(
+            f"analysis.ceiling_variant: {ceiling!r} is not an untied variant "
+            f"({', '.join(v for v, spec in config['variants'].items() if not spec['tied']) or 'none'}); "
+            "the C7 dose table divides C7a and C7b by a second untied run's cosines"
+        )
     table6 = config.get("tables", {}).get("table6")
     if table6 in pairs and config["analysis"]["early_step"] not in pair_schedule(config, table6).checkpoints:
-        raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of "
-                            "train.checkpoints")
+        raise PipelineError(f"analysis.early_step: {config['analysis']['early_step']} is not one of train.checkpoints")
     return local
-
-
-def _check_local(where, ref, tied, control=False, tokenizer_key=None):
-    """A local model `ref` (tying.plan.references.Local) at `where` (a config key): a directory holding a
-    config.json and weights, tied when `tied` and untied otherwise, as far as its files say without loading it
-    (local_tying), and a tokenizer (its tokenizer_dir; the key of a `tokenizer:` folder is `tokenizer_key`, by
-    default beside `where`). Returns (its token strings by id, its rows: config.json's vocab_size)."""
-    directory = Path(ref.path)
-    if not directory.is_dir():
-        raise PipelineError(f"{where}: no directory {directory}")
-    model_config = _model_config(where, directory)
-    try:
-        stored = stored_tensors(directory)
-    except PipelineError as err:
-        raise PipelineError(f"{where}: {err}") from None
-    tied_here = local_tying(model_config, stored)
-    if tied_here is not None and tied_here != tied:
-        said = "config.json's tie_word_embeddings" if "tie_word_embeddings" in model_config else "its stored tensors"
-        raise PipelineError(f"{where}: {directory} is {'a tied' if tied_here else 'an untied'} model ({said}), but "
-                            f"its role needs {'a tied' if tied else 'an untied'} one"
-                            + (" (a control's tied role is an untied model)" if control else ""))
-    try:
-        tokens = folder_tokens(ref.tokenizer_dir)
-    except PipelineError as err:
-        key = (tokenizer_key or where.rsplit(".", 1)[0] + ".tokenizer") if ref.tokenizer else where
-        raise PipelineError(f"{key}: {err}") from None
-    return tokens, vocab_size(model_config)
-
-
-def _check_shared_tokens(config, local):
-    """Each pair of local models a target reads shares at least analysis.min_shared_tokens token strings, and
-    more than analysis.knn_k (its members are compared on the strings both tokenizers hold:
-    tying.checkpoints.embeddings.shared_tokens); `local`: _check_pairs's. Returns a line per pair saying how many."""
-    analysis, lines = config["analysis"], []
-    least = max(analysis["min_shared_tokens"], analysis["knn_k"] + 1)
-    for name in dict.fromkeys(pair for _, pair in _targets(config)):
-        if (name, "tied") not in local or (name, "untied") not in local:
-            continue
-        sets = {role: set(local[name, role][0]) - {None} for role in ("tied", "untied")}
-        shared = len(sets["tied"] & sets["untied"])
-        sizes = "; ".join(f"{role} {len(sets[role]):,} tokens" + (f" in {rows:,} rows" if rows else "")
-                          for role, rows in ((r, local[name, r][1]) for r in ("tied", "untied")))
-        if shared < least:
-            raise PipelineError(f"pairs.{name}: its models share {shared:,} token strings ({sizes}), fewer than the "
-                                f"{least:,} the analyses need (analysis.min_shared_tokens, and knn_k + 1)")
-        lines.append(f"pair {name!r}: its models share {shared:,} token strings ({sizes}); every table of the pair "
-                     "compares them on those")
-    return lines
-
-
-def _check_given_lens(config, name, pair):
-    """A pair's given lenses (`lens: {role: DIR}`): tuned-lens folders as wide and deep as their model, where the
-    config can know it (a trained run's architecture, a local model's config.json; a hub model's the lens job
-    checks), and made for a local model's very unembedding where the lens states its hash (the hash of the
-    stored output matrix under any dtype the model may have been loaded in; the lens job checks the rest)."""
-    for role, path in pair["lens"].items():
-        where = f"pairs.{name}.lens.{role}"
-        if role not in pair:
-            raise PipelineError(f"{where}: the pair has no {role} model")
-        try:
-            lens = read_lens_config(path)
-        except PipelineError as err:
-            raise PipelineError(f"{where}: {err}") from None
-        ref = reference(pair[role])
-        if ref.trained:
-            dims = model_dims(config, ref.arch)
-            model = dims["hidden_size"], dims["layers"]
-        elif ref.local:
-            model_config = _model_config(f"pairs.{name}.{role}.path", Path(ref.path))
-            text = model_config.get("text_config") or model_config
-            model = text.get("hidden_size"), text.get("num_hidden_layers")
-        else:
-            continue
-        if None not in model and (lens["d_model"], lens["num_hidden_layers"]) != model:
-            raise PipelineError(f"{where}: {path} is a lens for d_model {lens['d_model']} and "
-                                f"{lens['num_hidden_layers']} layers; the {role} model has d_model {model[0]} and "
-                                f"{model[1]} layers")
-        if ref.local and lens.get("unembed_hash"):
-            hashes = stored_unembedding_hashes(ref.path, tied=role == "tied" and "control" not in pair)
-            if hashes and lens["unembed_hash"] not in hashes.values():
-                raise PipelineError(f"{where}: {path} is a lens for another model's unembedding (its unembed_hash "
-                                    f"is not that of {ref.path}'s output matrix)")
-
-
-def _model_config(where, directory):
-    """The config.json of a local model directory, as a dict (a one-line error naming `where` otherwise)."""
-    path = directory / "config.json"
-    if not path.is_file():
-        raise PipelineError(f"{where}: {directory} holds no config.json (not a directory save_pretrained wrote)")
-    try:
-        return json.loads(path.read_text())
-    except ValueError:
-        raise PipelineError(f"{where}: {path} is not valid JSON") from None
-
-
-def local_tying(model_config, stored):
-    """Whether a local model is tied, from its config.json (`model_config`, the tie_word_embeddings it states,
-    its text_config's for a multimodal model) or else its `stored` tensor names (tied: an input embedding and
-    no output matrix); None when neither says (a single pytorch_model.bin without the key: the embeddings job
-    reads it)."""
-    for section in (model_config, model_config.get("text_config") or {}):
-        if "tie_word_embeddings" in section:
-            return bool(section["tie_word_embeddings"])
-    for in_name, out_name in LAYOUTS:
-        if stored is not None and in_name in stored:
-            return out_name not in stored
-    return None
 
 
 def _check_knn(config):
@@ -305,8 +239,10 @@ def _check_knn(config):
             vocab = min((v for v in sizes if v), default=None)
             source = "its config.json's vocab_size"
         if vocab is not None and k >= vocab:
-            raise PipelineError(f"analysis.knn_k: {k} neighbours of each token, but pair {name!r} has {vocab} tokens "
-                                f"({source}); give fewer")
+            raise PipelineError(
+                f"analysis.knn_k: {k} neighbours of each token, but pair {name!r} has {vocab} tokens "
+                f"({source}); give fewer"
+            )
 
 
 def _targets(config):

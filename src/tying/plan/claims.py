@@ -1,6 +1,7 @@
 """What the claims table (config `tables.claims`) and a scaling cell's claims read, as pure functions of the
 config: the pairs, each pair's per-seed metrics (by claim_statistics argument name), its lens inputs and its
 matched null run, and where its numbers come from."""
+
 from tying.plan.pairs import ROLES, local_pair, pair_models, pair_refs, pair_seeds, trained
 from tying.plan.references import reference
 
@@ -27,7 +28,8 @@ def claims_metrics(config):
     further pair no quality."""
     first, *further = claims_pairs(config)
     return pair_claims_metrics(config, first), {
-        m: [p for p in further if m != "quality" or trained(config, p)] for m in FURTHER_CLAIMS_METRICS if further}
+        m: [p for p in further if m != "quality" or trained(config, p)] for m in FURTHER_CLAIMS_METRICS if further
+    }
 
 
 def claims_at_paper_scale(config):
@@ -51,8 +53,9 @@ def pair_claims_metrics(config, pair):
     and its models' quality (local_pair); `scaling` (C7) only when the pair has the variant
     analysis.scaled_variant names."""
     if local_pair(config, pair):
-        return [m for m in RELEASED_CLAIMS_METRICS if m != "evolution" or "evolution" in config["pairs"][pair]] + \
-            ["quality"]
+        return [m for m in RELEASED_CLAIMS_METRICS if m != "evolution" or "evolution" in config["pairs"][pair]] + [
+            "quality"
+        ]
     if not trained(config, pair):
         return list(RELEASED_CLAIMS_METRICS)
     scaled = config["analysis"]["scaled_variant"] in config["pairs"][pair].get("scaled", [])
@@ -91,8 +94,14 @@ def _null_control(config, pair):
     p = config["pairs"][pair]
     if not trained(config, pair) or p.get("lens", True) is not True:  # no lens, or lenses the pair names
         return None
-    return next((name for name, other in config["pairs"].items() if "control" in other and
-                 other["untied"] == p["untied"] and reference(other["tied"]).trained), None)
+    return next(
+        (
+            name
+            for name, other in config["pairs"].items()
+            if "control" in other and other["untied"] == p["untied"] and reference(other["tied"]).trained
+        ),
+        None,
+    )
 
 
 # A claims job's inputs are grouped: the first pair's metrics ("first", by claim_statistics argument name), the
@@ -106,8 +115,9 @@ def flat_inputs(inputs):
     takes: a group's names as <group>__<name> (nested_inputs reads them back)."""
     flat = {}
     for key, value in inputs.items():
-        flat |= {f"{key}{GROUP}{name}": files for name, files in value.items()} if isinstance(value, dict) else \
-            {key: value}
+        flat |= (
+            {f"{key}{GROUP}{name}": files for name, files in value.items()} if isinstance(value, dict) else {key: value}
+        )
     return flat
 
 

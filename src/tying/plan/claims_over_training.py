@@ -1,6 +1,7 @@
 """What claims over training (config `tables.claims_over_training`) reads, as pure functions of the config: each
 pair's points (a trained pair's checkpoints; a released pair's `trajectory`, matched hub revisions written by
 python -m tying.hub.revisions match) and its models at each point."""
+
 from tying.plan.pairs import ROLES, pair_models, pair_refs, pair_schedule, trained
 from tying.plan.runs import model_dims
 
@@ -13,9 +14,16 @@ def trajectory_points(config, pair):
         arch = pair_refs(config, pair)["untied"].arch
         batch, seq_len = config["train"]["batch_size"], model_dims(config, arch)["seq_len"]
         return [{"step": s, "tokens": s * batch * seq_len} for s in pair_schedule(config, pair).checkpoints]
-    return [{"tokens": point["tokens_b"] * 1e9, "tied": point["tied"], "untied": point["untied"],
-             "tied_tokens": point["tied_tokens_b"] * 1e9, "untied_tokens": point["untied_tokens_b"] * 1e9}
-            for point in p["trajectory"]]
+    return [
+        {
+            "tokens": point["tokens_b"] * 1e9,
+            "tied": point["tied"],
+            "untied": point["untied"],
+            "tied_tokens": point["tied_tokens_b"] * 1e9,
+            "untied_tokens": point["untied_tokens_b"] * 1e9,
+        }
+        for point in p["trajectory"]
+    ]
 
 
 def trajectory_variants(config, pair):
@@ -40,5 +48,8 @@ def trajectory_models(config, pair, seed):
 def unwritten_trajectories(config):
     """Released pairs of tables.claims_over_training whose `trajectory` is still empty."""
     pairs = config.get("pairs", {})
-    return [p for p in config.get("tables", {}).get("claims_over_training", [])
-            if p in pairs and not trained(config, p) and not pairs[p].get("trajectory")]
+    return [
+        p
+        for p in config.get("tables", {}).get("claims_over_training", [])
+        if p in pairs and not trained(config, p) and not pairs[p].get("trajectory")
+    ]

@@ -1,4 +1,5 @@
 """What profiles/slurm asks of the Slurm it submits to."""
+
 import re
 import subprocess
 
@@ -37,6 +38,9 @@ def node_cpus(partition: str | None = None) -> int | None:
 
 def fewest_cpus(sinfo_text: str, partition: str | None = None) -> int | None:
     """The fewest CPUs in `sinfo -h -o "%P %c"` text for `partition` (None: the one marked default, "*")."""
-    counts = [int(m[3]) for m in re.finditer(r"^(\S+?)(\*?)\s+(\d+)", sinfo_text, re.M)
-              if (m[1] == partition if partition else m[2] == "*")]
+    counts = [
+        int(m[3])
+        for m in re.finditer(r"^(\S+?)(\*?)\s+(\d+)", sinfo_text, re.M)
+        if (m[1] == partition if partition else m[2] == "*")
+    ]
     return min(counts) if counts else None

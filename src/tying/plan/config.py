@@ -1,6 +1,7 @@
 """The one way in: the config a build of this checkout runs, layered (tying.plan.layers), typed, checked
 (tying.plan.schema, tying.plan.checks) and with the scaling grid's cells added as pairs (tying.plan.grid). The
 Snakefile calls `prepared`; so do scripts and tests that need a config as a build sees it."""
+
 from pathlib import Path
 from typing import NamedTuple
 

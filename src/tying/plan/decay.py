@@ -7,6 +7,7 @@ of its start: its no-gradient level is 1 - prod_t (1 - lr_t * wd), the shrinkage
 produces. The total decay wd * sum_t lr_t is the regime's decay in one number (the paper's 10k-step
 1B config: 0.164).
 """
+
 import dataclasses
 import json
 import math

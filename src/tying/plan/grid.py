@@ -46,6 +46,7 @@ projections and three d x intermediate MLP matrices, no biases, and OLMo's layer
 weights; the embedding is V x d, twice that untied. `params` and `embedding_share` are the tied
 model's; the untied model's are beside them.
 """
+
 from dataclasses import dataclass, replace
 
 from tying.errors import PipelineError
@@ -53,9 +54,22 @@ from tying.errors import PipelineError
 FAMILY = "olmo"
 MIN_SEEDS = 3  # the fewest seeds a claim's verdict needs (tying.claims.verdicts); fewer: its direction only
 SHAPE_COLUMNS = ["cell", "hidden_size", "layers", "steps"]  # a cell's size and steps
-FACT_COLUMNS = ["cell", "hidden_size", "layers", "heads", "intermediate_size", "steps", "tokens", "params",
-                "non_embedding_params", "embedding_params", "embedding_share", "params_untied",
-                "embedding_share_untied", "lens"]
+FACT_COLUMNS = [
+    "cell",
+    "hidden_size",
+    "layers",
+    "heads",
+    "intermediate_size",
+    "steps",
+    "tokens",
+    "params",
+    "non_embedding_params",
+    "embedding_params",
+    "embedding_share",
+    "params_untied",
+    "embedding_share_untied",
+    "lens",
+]
 
 
 def olmo_params(hidden_size, layers, intermediate_size, vocab_size, tied=True):
@@ -105,26 +119,45 @@ class Cell:
     def architecture(self):
         """The cell's `architectures` entry: family, dims, and its schedule (and its own lr) under `train`."""
         train = {"steps": self.steps, "checkpoints": list(self.checkpoints)}
-        return {"family": FAMILY, "hidden_size": self.hidden_size, "layers": self.layers, "heads": self.heads,
-                "intermediate_size": self.intermediate_size,
-                "train": train | ({"lr": self.lr} if self.lr is not None else {})}
+        return {
+            "family": FAMILY,
+            "hidden_size": self.hidden_size,
+            "layers": self.layers,
+            "heads": self.heads,
+            "intermediate_size": self.intermediate_size,
+            "train": train | ({"lr": self.lr} if self.lr is not None else {}),
+        }
 
     def pair(self):
         """The cell's `pairs` entry: its tied and untied runs, the scaled variants, the seeds, the lens flags."""
-        return {"tied": {"arch": self.name, "variant": self.tied},
-                "untied": {"arch": self.name, "variant": self.untied},
-                "scaled": list(self.scaled), "seeds": list(self.seeds), "lens": self.lens,
-                "lens_reference": self.lens_reference}
+        return {
+            "tied": {"arch": self.name, "variant": self.tied},
+            "untied": {"arch": self.name, "variant": self.untied},
+            "scaled": list(self.scaled),
+            "seeds": list(self.seeds),
+            "lens": self.lens,
+            "lens_reference": self.lens_reference,
+        }
 
     def facts(self):
         """One row of `facts`: the cell's dims, schedule and parameter counts."""
         non_embedding, embedding = self.params()
-        return {"cell": self.name, "hidden_size": self.hidden_size, "layers": self.layers, "heads": self.heads,
-                "intermediate_size": self.intermediate_size, "steps": self.steps, "tokens": self.tokens,
-                "params": non_embedding + embedding, "non_embedding_params": non_embedding,
-                "embedding_params": embedding, "embedding_share": self.embedding_share(),
-                "params_untied": sum(self.params(tied=False)),
-                "embedding_share_untied": self.embedding_share(tied=False), "lens": self.lens}
+        return {
+            "cell": self.name,
+            "hidden_size": self.hidden_size,
+            "layers": self.layers,
+            "heads": self.heads,
+            "intermediate_size": self.intermediate_size,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "params": non_embedding + embedding,
+            "non_embedding_params": non_embedding,
+            "embedding_params": embedding,
+            "embedding_share": self.embedding_share(),
+            "params_untied": sum(self.params(tied=False)),
+            "embedding_share_untied": self.embedding_share(tied=False),
+            "lens": self.lens,
+        }
 
 
 def cell_name(hidden_size, layers, steps):
@@ -145,21 +178,35 @@ def cells(config):
     variants = _variants(config, grid)
     fractions = sorted(set(grid.get("checkpoint_fractions", [0, 1])))
     if fractions[0] != 0 or fractions[-1] != 1:
-        raise PipelineError(f"scaling.checkpoint_fractions: {fractions} must run from 0 to 1 (step 0 and the final "
-                            "step are exported)")
+        raise PipelineError(
+            f"scaling.checkpoint_fractions: {fractions} must run from 0 to 1 (step 0 and the final "
+            "step are exported)"
+        )
     out = []
     for i, size in enumerate(grid["sizes"]):
         dims = _dims(grid, size, f"scaling.sizes.{i}")
         own = _variants(config, {**grid, "scaled": size["scaled"]}) if "scaled" in size else variants
         for steps in _steps(grid, size, f"scaling.sizes.{i}"):
             checkpoints = tuple(sorted({round(f * steps) for f in fractions}))
-            out.append(Cell(**dims, steps=steps, checkpoints=checkpoints, seeds=seeds,
-                            batch_size=config["train"]["batch_size"], seq_len=config["model"]["seq_len"],
-                            vocab_size=config["tokenizer"]["vocab_size"], lr=size.get("lr"), **own))
+            out.append(
+                Cell(
+                    **dims,
+                    steps=steps,
+                    checkpoints=checkpoints,
+                    seeds=seeds,
+                    batch_size=config["train"]["batch_size"],
+                    seq_len=config["model"]["seq_len"],
+                    vocab_size=config["tokenizer"]["vocab_size"],
+                    lr=size.get("lr"),
+                    **own,
+                )
+            )
     names = [c.name for c in out]
     if len(set(names)) < len(names):
-        raise PipelineError("scaling.sizes: two sizes share a hidden size and layer count, so their cells' names "
-                            f"collide ({sorted({n for n in names if names.count(n) > 1})})")
+        raise PipelineError(
+            "scaling.sizes: two sizes share a hidden size and layer count, so their cells' names "
+            f"collide ({sorted({n for n in names if names.count(n) > 1})})"
+        )
     excluded = set(grid.get("exclude", []))
     listed = {key: _cell_list(grid, key) for key in ("lens", "lens_reference")}
     for key, cell_names in (("exclude", excluded), *listed.items()):
@@ -170,8 +217,11 @@ def cells(config):
     stray = sorted((reference or set()) - (set(names) if lens is None else lens))
     if stray:
         raise PipelineError(f"scaling.lens_reference: {stray} are not lens cells (scaling.lens)")
-    out = [replace(c, lens=_listed(lens, c.name), lens_reference=_listed(lens, c.name) and _listed(reference, c.name))
-           for c in out if c.name not in excluded]
+    out = [
+        replace(c, lens=_listed(lens, c.name), lens_reference=_listed(lens, c.name) and _listed(reference, c.name))
+        for c in out
+        if c.name not in excluded
+    ]
     if grid.get("c3_by_depth"):
         _one_lens_cell_each(out, "c3_by_depth", "layers", "a depth of {} layers", "a depth")
     if grid.get("c3_by_width"):
@@ -195,8 +245,10 @@ def _one_lens_cell_each(grid_cells, study, axis, shared, each):
         raise PipelineError(f"scaling.{study}: no cell has the tuned lens (scaling.lens), so there is no C3 to plot")
     for value, names in sorted(by_value.items()):
         if len(names) > 1:
-            raise PipelineError(f"scaling.{study}: lens cells {', '.join(names)} share {shared.format(value)}; "
-                                f"give one lens cell {each} (scaling.lens)")
+            raise PipelineError(
+                f"scaling.{study}: lens cells {', '.join(names)} share {shared.format(value)}; "
+                f"give one lens cell {each} (scaling.lens)"
+            )
 
 
 def _steps(grid, size, key):
@@ -227,8 +279,10 @@ def _listed(cell_names, name):
 
 def config_entries(grid_cells):
     """{"architectures": {cell: entry}, "pairs": {cell: entry}}: what the cells add to the config."""
-    return {"architectures": {c.name: c.architecture() for c in grid_cells},
-            "pairs": {c.name: c.pair() for c in grid_cells}}
+    return {
+        "architectures": {c.name: c.architecture() for c in grid_cells},
+        "pairs": {c.name: c.pair() for c in grid_cells},
+    }
 
 
 def add_cells(config):
@@ -252,12 +306,15 @@ def _dims(grid, size, key):
     if heads is None:
         head_dim = grid.get("head_dim", 64)
         if hidden % head_dim:
-            raise PipelineError(f"{key}: hidden_size {hidden} is not a multiple of scaling.head_dim {head_dim}; "
-                                "name its heads")
+            raise PipelineError(
+                f"{key}: hidden_size {hidden} is not a multiple of scaling.head_dim {head_dim}; name its heads"
+            )
         heads = hidden // head_dim
     if hidden % heads or (hidden // heads) % 2:
-        raise PipelineError(f"{key}: hidden_size {hidden} over {heads} heads is not an even head size (rotary "
-                            "embeddings rotate pairs of dimensions)")
+        raise PipelineError(
+            f"{key}: hidden_size {hidden} over {heads} heads is not an even head size (rotary "
+            "embeddings rotate pairs of dimensions)"
+        )
     intermediate = size.get("intermediate_size") or round(grid.get("mlp_ratio", 4) * hidden)
     if min(layers, intermediate) < 1:
         raise PipelineError(f"{key}: layers and intermediate_size must be positive")
@@ -266,12 +323,19 @@ def _dims(grid, size, key):
 
 def _variants(config, grid):
     """tied, untied, scaled of the grid, checked against `variants`' tied flags."""
-    chosen = {"tied": grid.get("tied", "tied"), "untied": grid.get("untied", "untied"),
-              "scaled": tuple(grid.get("scaled", ["tied_x5"]))}
+    chosen = {
+        "tied": grid.get("tied", "tied"),
+        "untied": grid.get("untied", "untied"),
+        "scaled": tuple(grid.get("scaled", ["tied_x5"])),
+    }
     for role, names in (("tied", [chosen["tied"]]), ("untied", [chosen["untied"]]), ("scaled", chosen["scaled"])):
         for name in names:
             if name not in config["variants"]:
-                raise PipelineError(f"scaling.{role}: unknown variant {name!r} (variants: {', '.join(config['variants'])})")
+                raise PipelineError(
+                    f"scaling.{role}: unknown variant {name!r} (variants: {', '.join(config['variants'])})"
+                )
             if config["variants"][name]["tied"] != (role != "untied"):
-                raise PipelineError(f"scaling.{role}: variant {name!r} is not {'untied' if role == 'untied' else 'tied'}")
+                raise PipelineError(
+                    f"scaling.{role}: variant {name!r} is not {'untied' if role == 'untied' else 'tied'}"
+                )
     return chosen

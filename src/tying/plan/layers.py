@@ -1,6 +1,7 @@
 """The config a run uses, as layers: config.yaml, then each --configfile, then --config (docs/configuration.md,
 "Overlays"), the `--config` text read as YAML and local models' paths made absolute. Unchecked: tying.plan.config's
 `prepared` checks the result."""
+
 import os
 from pathlib import Path
 
@@ -122,11 +123,18 @@ def local_paths(config, base):
                 if isinstance(ref.get("tokenizer"), str):
                     ref["tokenizer"] = _absolute(ref["tokenizer"], base)
         if isinstance(pair.get("lens"), dict):  # given lens folders
-            pair["lens"] = {role: _absolute(path, base) if isinstance(path, str) else path
-                            for role, path in pair["lens"].items()}
-        if isinstance(pair.get("untied"), dict) and "path" in pair["untied"] and isinstance(pair.get("evolution"), dict):
-            pair["evolution"] = {step: _absolute(path, base) if isinstance(path, str) else path
-                                 for step, path in pair["evolution"].items()}
+            pair["lens"] = {
+                role: _absolute(path, base) if isinstance(path, str) else path for role, path in pair["lens"].items()
+            }
+        if (
+            isinstance(pair.get("untied"), dict)
+            and "path" in pair["untied"]
+            and isinstance(pair.get("evolution"), dict)
+        ):
+            pair["evolution"] = {
+                step: _absolute(path, base) if isinstance(path, str) else path
+                for step, path in pair["evolution"].items()
+            }
     return config
 
 

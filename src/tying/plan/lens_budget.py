@@ -19,14 +19,21 @@ Every run gets one sweep job (every procedure, budget and batch on it); runs sha
 once. `batch_sizes` sets the tuned_lens procedure's windows (of lens.seq_len tokens) a step, one lens each at
 every budget; the certified lens is the config's recipe and keeps lens.batch_size.
 """
+
 from tying.errors import PipelineError
 from tying.plan.runs import schedule
 
 TABLE = "results/tables/lens_budget"
 FIGURE = "figures/lens_budget.pdf"
 # What a comparison's two runs may differ in, as `varies` names it, in the order the text gives them.
-FACETS = {"tying": "tying", "start": "the initialisation", "batches": "the batches (data order)",
-          "length": "the training length", "arch": "the architecture", "scale": "the input-path gradient scale"}
+FACETS = {
+    "tying": "tying",
+    "start": "the initialisation",
+    "batches": "the batches (data order)",
+    "length": "the training length",
+    "arch": "the architecture",
+    "scale": "the input-path gradient scale",
+}
 
 
 def built(config):
@@ -49,8 +56,11 @@ def run_at(config, ref, seed):
 
 def comparisons(config):
     """Every (comparison, seed) as {"comparison", "seed", "a", "b"}, runs as `run_at` gives them, in config order."""
-    return [{"comparison": name, "seed": seed, "a": run_at(config, spec["a"], seed), "b": run_at(config, spec["b"], seed)}
-            for name, spec in config["lens_budget"]["comparisons"].items() for seed in comparison_seeds(config, spec)]
+    return [
+        {"comparison": name, "seed": seed, "a": run_at(config, spec["a"], seed), "b": run_at(config, spec["b"], seed)}
+        for name, spec in config["lens_budget"]["comparisons"].items()
+        for seed in comparison_seeds(config, spec)
+    ]
 
 
 def sweep_runs(config):
@@ -69,10 +79,14 @@ def facts(config, ref):
     offset plus data_offset), length (its step), architecture and input-path gradient scale."""
     variant = config["variants"][ref["variant"]]
     offset = ref.get("seed_offset", 0)
-    return {"tying": variant["tied"], "start": (offset, variant["tied"], variant.get("init_offset", 0)),
-            "batches": offset + variant.get("data_offset", 0),
-            "length": ref.get("step", schedule(config, ref["arch"]).final), "arch": ref["arch"],
-            "scale": variant.get("input_grad_scale", 1.0)}
+    return {
+        "tying": variant["tied"],
+        "start": (offset, variant["tied"], variant.get("init_offset", 0)),
+        "batches": offset + variant.get("data_offset", 0),
+        "length": ref.get("step", schedule(config, ref["arch"]).final),
+        "arch": ref["arch"],
+        "scale": variant.get("input_grad_scale", 1.0),
+    }
 
 
 def varies(config, spec):
@@ -89,8 +103,11 @@ def described(config):
         moved = varies(config, spec)
         held = [FACETS[k] for k in ("tying", "start", "batches", "length") if k not in moved]
         text = f"varies {_listed([FACETS[k] for k in moved]) or 'nothing'}"
-        out[name] = {"runs": f"a = {_run_text(spec['a'])}, b = {_run_text(spec['b'])}", "varies": moved,
-                     "text": text + (f"; holds {_listed(held)}" if held else "")}
+        out[name] = {
+            "runs": f"a = {_run_text(spec['a'])}, b = {_run_text(spec['b'])}",
+            "varies": moved,
+            "text": text + (f"; holds {_listed(held)}" if held else ""),
+        }
     return out
 
 

@@ -4,7 +4,7 @@ A matrix job (alignment, KNN, scaling, evolution, norm-frequency, claims over tr
 loads the input and output embedding matrices of a few models as float32 (tying.checkpoints.embeddings) and works
 on copies of them. Its peak is the process's base (Python, torch, pandas imported) plus a multiple of
 the float32 bytes of the matrices it holds at once; the multiples below are measured peaks of a small
-case (tests/test_memory.py scales them to Qwen3-8B shapes). The shapes come from the checkpoints'
+case (tests/plan/test_memory.py scales them to Qwen3-8B shapes). The shapes come from the checkpoints'
 safetensors headers, so nothing but a few header bytes is read. At planning time a checkpoint may not
 exist yet (not trained, not fetched): the request is then the rule's `fallback_mb`; Snakemake
 evaluates resources again once a job's inputs exist, before it is scheduled or submitted. A checkpoint that
@@ -12,23 +12,31 @@ is there but damaged or half written (a header that does not parse, an index nam
 fallback too: a resource function never raises, so the job itself runs its check (tying.checkpoints.checkpoint_files)
 and stops with one line naming the file and the command that rebuilds it.
 """
+
 import json
 import math
 from pathlib import Path
 
-from tying.errors import PipelineError
 from tying.checkpoints.layouts import stored_embedding_shapes
 from tying.checkpoints.safetensors_ranges import read_header
+from tying.errors import PipelineError
 
 BASE_MB = 1000  # a metric process with its libraries imported and torch started (measured 450 MB), with headroom
 FLOAT32_BYTES = 4
 # Peak working memory above the base, per metric: multiples of the float32 matrices held at once
 # (WORKING_COPIES) and of one d x d float32 matrix of the widest model (SQUARE_COPIES: the fitted maps).
-# Measured peaks (tests/test_memory.py, tests/memory_probe.py) above a tiny case's, at V 8192-18958 and
+# Measured peaks (tests/plan/test_memory.py, tests/plan/memory_probe.py) above a tiny case's, at V 8192-18958 and
 # d 512-2048: alignment 1.6-2.9 matrix copies plus about 46 d x d; KNN 1.9-3.1 (unit rows, similarity
 # chunks); evolution and norm-frequency 1.0-1.5 of the models they hold. Rounded up.
-WORKING_COPIES = {"alignment": 3.0, "scaling": 3.0, "trajectory": 3.0, "knn": 3.0, "evolution": 1.5,
-                  "norm_freq": 1.5, "control": 2.0}
+WORKING_COPIES = {
+    "alignment": 3.0,
+    "scaling": 3.0,
+    "trajectory": 3.0,
+    "knn": 3.0,
+    "evolution": 1.5,
+    "norm_freq": 1.5,
+    "control": 2.0,
+}
 SQUARE_COPIES = {"alignment": 60, "scaling": 60, "trajectory": 60}
 
 

@@ -6,6 +6,7 @@ a pair's seeds, the step it is compared at, its model directories and runs, and 
 They take and return values and path strings; the rule files (workflow/rules/*.smk) expand rule outputs over
 them, and the config check (tying.plan.checks) asks the same questions.
 """
+
 from tying.plan.grid import scaling_cells
 from tying.plan.references import reference
 from tying.plan.runs import run_shape, schedule
@@ -36,8 +37,11 @@ def local_tokenizers(config, pair, roles=ROLES):
     """{role}_tokenizer: the folder of each of `roles` of the pair that is a local model naming a tokenizer
     folder of its own (`tokenizer:`), as a metric job's extra inputs (load_embeddings' `tokenizer`); {} otherwise."""
     refs = pair_refs(config, pair)
-    return {f"{role}_tokenizer": refs[role].tokenizer for role in roles
-            if role in refs and refs[role].local and refs[role].tokenizer}
+    return {
+        f"{role}_tokenizer": refs[role].tokenizer
+        for role in roles
+        if role in refs and refs[role].local and refs[role].tokenizer
+    }
 
 
 def released_models(config, pair):
@@ -70,8 +74,12 @@ def scaling_steps(config, pair):
     the last, for Table 2 and the claims (a scaling cell's claims among them), as enabled."""
     tables, runs = config.get("tables", {}), pair_schedule(config, pair)
     early = config["analysis"]["early_step"]
-    final = ("table2" in tables or "claims" in tables or "c7_dose" in tables
-             or pair in {c.name for c in scaling_cells(config)})
+    final = (
+        "table2" in tables
+        or "claims" in tables
+        or "c7_dose" in tables
+        or pair in {c.name for c in scaling_cells(config)}
+    )
     steps = ([early] if "table6" in tables and early in runs.checkpoints else []) + ([runs.final] if final else [])
     return sorted(set(steps))
 

@@ -1,5 +1,6 @@
 """A config's hub references and which of them are not pinned to a commit: checked while the DAG is built,
 so a config that names a branch warns before any job runs (pinning itself: tying.hub.revisions)."""
+
 import re
 
 from tying.plan.pairs import pair_refs

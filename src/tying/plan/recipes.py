@@ -5,6 +5,7 @@ model.init picks how a run's matrices are drawn (tying.train.initialisation): OL
 schemes, or transformers' default; Llama and Qwen3 publish no recipe, so they keep transformers'.
 model.clip_qkv clamps OLMo's queries, keys and values: the paper authors' OLMo configs (1B and 20M) set 8.0.
 """
+
 from tying.errors import PipelineError
 
 INIT_SCHEMES = ("olmo", "gpt_neox", "hf")
@@ -25,6 +26,7 @@ def clip_qkv(family, value):
     if value == "auto":
         return FAMILY_CLIP_QKV.get(family)
     if value is not None and family not in FAMILY_CLIP_QKV:
-        raise PipelineError(f"model.clip_qkv: only the OLMo family clamps q, k and v; set it to auto or null "
-                            f"for {family}")
+        raise PipelineError(
+            f"model.clip_qkv: only the OLMo family clamps q, k and v; set it to auto or null for {family}"
+        )
     return value

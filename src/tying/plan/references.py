@@ -11,6 +11,7 @@ is at a seed and step, where a lens of it reads its tokens, its checkpoints over
 hub revision it is pinned to and which kind it is. Its directories are path strings; the rule files expand rule
 outputs over them.
 """
+
 from dataclasses import dataclass, replace
 from typing import ClassVar
 

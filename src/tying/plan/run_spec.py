@@ -1,5 +1,6 @@
 """A training run's spec and its learning-rate schedule, without torch: the DAG's planning (tying.plan.run_params,
 the regimes' size-free numbers) and the training loop (tying.train.loop) share one definition."""
+
 import dataclasses
 import hashlib
 import json
@@ -9,6 +10,7 @@ import math
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
     """Everything that determines a run's weights (its fingerprint guards resuming)."""
+
     family: str
     vocab_size: int
     eos_id: int
@@ -55,9 +57,11 @@ class RunSpec:
 
 def lr_lambda(spec):
     """Linear warmup to 1, then cosine decay to min_lr_ratio at the last step."""
+
     def factor(step):
         if step < spec.warmup:
             return (step + 1) / spec.warmup
         progress = (step - spec.warmup) / max(1, spec.steps - spec.warmup)
         return spec.min_lr_ratio + (1 - spec.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
     return factor

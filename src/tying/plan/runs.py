@@ -1,6 +1,7 @@
 """A trained run of an architecture, from the config: its dimensions, its schedule (the steps it trains and
 exports: `schedule`, the one place that reads train.steps and train.checkpoints and an architecture's own
 `train` override of them) and the batches it draws."""
+
 from dataclasses import dataclass
 
 
@@ -57,5 +58,7 @@ def token_plan(config):
     seq_len = max(model_dims(config, arch)["seq_len"] for arch in config["architectures"])
     budget = f"; the corpus streams up to {corpus['max_tokens']:,} words" if "max_tokens" in corpus else ""
     tokens = " to ".join(f"{s * batch * seq_len:,}" for s in sorted({steps[0], steps[-1]}))
-    return (f"join {corpus['shards']} token shard(s): each training run draws {' or '.join(map(str, steps))} x "
-            f"{batch} x {seq_len} = {tokens} tokens{budget} (the job prints the train split's tokens)")
+    return (
+        f"join {corpus['shards']} token shard(s): each training run draws {' or '.join(map(str, steps))} x "
+        f"{batch} x {seq_len} = {tokens} tokens{budget} (the job prints the train split's tokens)"
+    )

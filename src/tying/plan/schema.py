@@ -1,5 +1,6 @@
 """The config schema (workflow/schemas/config.schema.yaml): validation with one-line errors, defaults filled in,
 and the schema's key order."""
+
 import copy
 
 import jsonschema
@@ -28,8 +29,11 @@ def _error_line(error, root):
     or anyOf's mappings (a model reference) is told the key none of them knows, else what the one whose
     required keys it has refuses, else that it is incomplete, beside the shapes it may take."""
     key = ".".join(map(str, error.absolute_path)) or "(top level)"
-    options = [_resolved(option, root) for option in error.schema.get(error.validator, [])] \
-        if error.validator in ("oneOf", "anyOf") else []
+    options = (
+        [_resolved(option, root) for option in error.schema.get(error.validator, [])]
+        if error.validator in ("oneOf", "anyOf")
+        else []
+    )
     options = [option for option in options if "properties" in option]
     if not options or not isinstance(error.instance, dict):
         return f"{key}: {error.message}"

@@ -15,26 +15,37 @@ at d = 96 (configs/paper-regime.yaml) tells which differences from the paper are
 
     .venv/bin/python -m tying.plan.size_free config.yaml configs/trained.yaml configs/depth.yaml:d96_l12_s2500 ...
 """
+
 import json
 import math
 import sys
 from pathlib import Path
 
 from tying.errors import PipelineError
+from tying.plan.claims import claims_pairs
 from tying.plan.config import prepared
-from tying.plan.run_params import run_params
 from tying.plan.decay import no_gradient_level, total_decay
 from tying.plan.grid import olmo_params
-from tying.plan.claims import claims_pairs
 from tying.plan.pairs import pair_refs
+from tying.plan.run_params import run_params
 from tying.plan.run_spec import RunSpec
 
 COLUMNS = {  # key: the table's header
-    "config": "config", "pair": "pair", "hidden_size": "d", "lr": "lr", "steps": "steps",
-    "relative_update": "lr x sqrt(d)", "update_budget": "lr x sqrt(d x steps)", "total_decay": "total decay",
-    "no_gradient_level": "no-gradient level", "warmup_fraction": "warmup fraction", "tokens_per_step": "tokens a step",
-    "lookup_share": "mean token's lookup share", "tokens_per_param": "tokens per parameter",
-    "corpus_tokens": "corpus training tokens", "passes": "passes over the corpus",
+    "config": "config",
+    "pair": "pair",
+    "hidden_size": "d",
+    "lr": "lr",
+    "steps": "steps",
+    "relative_update": "lr x sqrt(d)",
+    "update_budget": "lr x sqrt(d x steps)",
+    "total_decay": "total decay",
+    "no_gradient_level": "no-gradient level",
+    "warmup_fraction": "warmup fraction",
+    "tokens_per_step": "tokens a step",
+    "lookup_share": "mean token's lookup share",
+    "tokens_per_param": "tokens per parameter",
+    "corpus_tokens": "corpus training tokens",
+    "passes": "passes over the corpus",
 }
 
 
@@ -49,20 +60,33 @@ def size_free(config, pair=None, corpus_tokens=None):
         raise PipelineError(f"size-free numbers: {pair!r} is not a trained pair of the config")
     run = run_params(config, tied.arch, tied.variant)
     if run["family"] != "olmo":
-        raise PipelineError(f"size-free numbers: pair {pair!r} is {run['family']}; parameters are counted for OLMo only")
+        raise PipelineError(
+            f"size-free numbers: pair {pair!r} is {run['family']}; parameters are counted for OLMo only"
+        )
     vocab = config["tokenizer"]["vocab_size"]
-    spec = RunSpec.from_dict({**run, "seq_len": config["model"]["seq_len"], "seed": 0, "vocab_size": vocab,
-                              "eos_id": 0})
+    spec = RunSpec.from_dict(
+        {**run, "seq_len": config["model"]["seq_len"], "seed": 0, "vocab_size": vocab, "eos_id": 0}
+    )
     d, steps = spec.hidden_size, spec.steps
     per_step = spec.batch_size * spec.seq_len
     params = sum(olmo_params(d, spec.layers, spec.intermediate_size or 4 * d, vocab, tied=True))
     read = steps * per_step
-    return {"pair": pair, "hidden_size": d, "lr": spec.lr, "steps": steps, "relative_update": spec.lr * math.sqrt(d),
-            "update_budget": spec.lr * math.sqrt(d * steps), "total_decay": total_decay(spec),
-            "no_gradient_level": no_gradient_level(spec), "warmup_fraction": spec.warmup / steps,
-            "tokens_per_step": per_step, "lookup_share": 1 - (1 - 1 / vocab) ** per_step,
-            "tokens_per_param": read / params, "corpus_tokens": corpus_tokens,
-            "passes": None if corpus_tokens is None else read / corpus_tokens}
+    return {
+        "pair": pair,
+        "hidden_size": d,
+        "lr": spec.lr,
+        "steps": steps,
+        "relative_update": spec.lr * math.sqrt(d),
+        "update_budget": spec.lr * math.sqrt(d * steps),
+        "total_decay": total_decay(spec),
+        "no_gradient_level": no_gradient_level(spec),
+        "warmup_fraction": spec.warmup / steps,
+        "tokens_per_step": per_step,
+        "lookup_share": 1 - (1 - 1 / vocab) ** per_step,
+        "tokens_per_param": read / params,
+        "corpus_tokens": corpus_tokens,
+        "passes": None if corpus_tokens is None else read / corpus_tokens,
+    }
 
 
 def built_corpus_tokens(config, launch_dir="."):

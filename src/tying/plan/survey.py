@@ -1,5 +1,6 @@
 """What the survey of released models (config `survey`) reads, as pure functions of the config: its
 comparisons, those a missing Hugging Face token skips, and each comparison's facts for the table."""
+
 from tying.plan.pairs import ROLES, pair_refs
 
 
@@ -19,6 +20,12 @@ def survey_comparison(config, pair):
     p, refs, survey = config["pairs"][pair], pair_refs(config, pair), config["survey"]
     params = survey.get("params", {})
     tied = refs["tied"].name + (f" ({p['control']} matrix)" if "control" in p else "")
-    return {"pair": pair, "family": survey["comparisons"][pair], "control": p.get("control"), "tied": tied,
-            "untied": refs["untied"].name, "params_tied": params.get(refs["tied"].repo, float("nan")),
-            "params_untied": params.get(refs["untied"].repo, float("nan"))}
+    return {
+        "pair": pair,
+        "family": survey["comparisons"][pair],
+        "control": p.get("control"),
+        "tied": tied,
+        "untied": refs["untied"].name,
+        "params_tied": params.get(refs["tied"].repo, float("nan")),
+        "params_untied": params.get(refs["untied"].repo, float("nan")),
+    }

@@ -7,6 +7,7 @@ of this checkout that build it and the command that does: from a figure's or tab
 from a rule that matches exactly the pair and run paths the config lacks (`unbuilt_pattern`). A path no rule
 makes (figures/fig10.pdf) keeps snakemake's own "No rule to produce".
 """
+
 import re
 import string
 
@@ -22,7 +23,10 @@ COMMAND = ".venv/bin/snakemake --cores 2"
 # Each figure and table file, with the config key that enables it (`n`: the figure's or table's name).
 NAMED = (
     (r"figures/(?P<n>fig\d+)\.pdf", "figures: {{{n}: <pair>}}"),
-    (r"results/tables/(?P<n>table\d+|claims_by_exposure|claims_by_lookup|claims_over_training)\.(?:csv|md)", "tables: {{{n}: <pairs>}}"),
+    (
+        r"results/tables/(?P<n>table\d+|claims_by_exposure|claims_by_lookup|claims_over_training)\.(?:csv|md)",
+        "tables: {{{n}: <pairs>}}",
+    ),
     (r"results/tables/(?P<n>claims)\.(?:parquet|md)", "tables: {{{n}: <pairs>}}"),
     (r"figures/(?P<n>claims|claims_by_exposure|claims_over_training)\.pdf", "tables: {{{n}: <pairs>}}"),
     (r"results/tables/scaling(?:_exposure)?\.(?:csv|md)|figures/scaling\.pdf", "scaling: {{sizes: ..., seeds: ...}}"),
@@ -53,9 +57,15 @@ RUN_PATHS = (
 NAME = "[A-Za-z0-9_]+"  # the schema's pattern for the names a config gives
 WILDCARDS = {
     "metric": "alignment|knn|scaling|scaling_tokens|evolution|evolution_tokens|grad_flow|norm_freq|quality|"
-              "local_quality|trajectory",
-    "downstream": "perplexity|lm_eval", "pair": NAME, "arch": NAME, "variant": NAME, "seed": r"\d+",
-    "step": r"\d+", "role": "tied|untied", "matrix": "input|output|mixture",
+    "local_quality|trajectory",
+    "downstream": "perplexity|lm_eval",
+    "pair": NAME,
+    "arch": NAME,
+    "variant": NAME,
+    "seed": r"\d+",
+    "step": r"\d+",
+    "role": "tied|untied",
+    "matrix": "input|output|mixture",
 }
 # The order a path's wildcards are checked in: the first the config lacks is the key the line names.
 CHECKED = ("pair", "arch", "variant", "seed", "step")
@@ -68,13 +78,19 @@ def targets(config):
     files += [f"results/tables/{t}.{ext}" for t in tables if t != "claims" for ext in ("csv", "md")]
     if "claims" in tables:
         files += ["results/tables/claims.parquet", "results/tables/claims.md"]
-    files += [f"figures/{t}.pdf" for t in ("claims", "claims_over_training", "claims_by_exposure", "c7_dose")
-              if t in tables]
+    files += [
+        f"figures/{t}.pdf" for t in ("claims", "claims_over_training", "claims_by_exposure", "c7_dose") if t in tables
+    ]
     if "survey" in config:
         files += ["results/tables/survey.csv", "results/tables/survey.md", "figures/survey.pdf"]
     if config.get("scaling"):
-        files += ["results/tables/scaling.csv", "results/tables/scaling.md", "figures/scaling.pdf",
-                  "results/tables/scaling_exposure.csv", "results/tables/scaling_exposure.md"]
+        files += [
+            "results/tables/scaling.csv",
+            "results/tables/scaling.md",
+            "figures/scaling.pdf",
+            "results/tables/scaling_exposure.csv",
+            "results/tables/scaling_exposure.md",
+        ]
         if config["scaling"].get("c3_by_depth"):
             files += ["results/tables/c3_by_depth.csv", "results/tables/c3_by_depth.md", "figures/c3_by_depth.pdf"]
     if c3_by_width.built(config):
@@ -146,8 +162,11 @@ def _has(config):
     pairs = [{"pair": [p], "seed": pair_seeds(config, p)} for p in config.get("pairs", {})]
     budget = [run[2] for run in lens_budget.sweep_runs(config)] if lens_budget.built(config) else []
     seeds = sorted({*config["seeds"], *(s for entry in pairs for s in entry["seed"]), *budget})
-    runs = [{"arch": archs, "variant": list(config["variants"]), "seed": seeds, "step": list(steps)}
-            for steps, archs in checkpoint_groups(config).items() if archs]
+    runs = [
+        {"arch": archs, "variant": list(config["variants"]), "seed": seeds, "step": list(steps)}
+        for steps, archs in checkpoint_groups(config).items()
+        if archs
+    ]
     return {PAIR_PATHS: pairs, RUN_PATHS: runs}
 
 
@@ -158,8 +177,9 @@ def _regex(template, values=None, capture=False):
     for literal, name, _, _ in string.Formatter().parse(template):
         out.append(re.escape(literal))
         if name is not None:
-            pattern = ("|".join(re.escape(str(v)) for v in values[name]) if values and name in values
-                       else WILDCARDS[name])
+            pattern = (
+                "|".join(re.escape(str(v)) for v in values[name]) if values and name in values else WILDCARDS[name]
+            )
             out.append(f"(?P<{name}>{pattern})" if capture else f"(?:{pattern})")
     return "".join(out)
 
@@ -184,8 +204,11 @@ def _key(config, name, value, found):
     if name == "step":
         own = config["architectures"][found["arch"]].get("train", {})
         steps = sorted({*own.get("checkpoints", config["train"]["checkpoints"]), value})
-        return (f"architectures: {{{found['arch']}: {{train: {{checkpoints: {steps}}}}}}}" if "checkpoints" in own
-                else f"train: {{checkpoints: {steps}}}")
+        return (
+            f"architectures: {{{found['arch']}: {{train: {{checkpoints: {steps}}}}}}}"
+            if "checkpoints" in own
+            else f"train: {{checkpoints: {steps}}}"
+        )
     pair = config["pairs"].get(found.get("pair"), {})
     if "pair" in found and not trained(config, found["pair"]):
         return f"pairs: {{{found['pair']}: ...}} as runs this pipeline trains (a released pair has seed 0 only)"

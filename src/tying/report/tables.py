@@ -8,6 +8,7 @@ sample (as the paper reports them), held out, and each beside its permuted-rows 
 Pairs named "main", "family" and "scale" are matched to the paper's OLMo, GPT-Neo/Pythia and
 Qwen3 pairs.
 """
+
 import math
 
 import pandas as pd
@@ -23,8 +24,12 @@ ALIGNMENT_COMPARISONS = {
     "input_u->tied": "Input(U) -> Tied",
 }
 # The paper's identity column is the raw cosine (its authors' convention); the centred one is shown beside it.
-MAPS = {"identity_uncentred": "identity, uncentred (paper's convention)", "identity": "identity, centred",
-        "orthogonal": "orthogonal", "linear": "linear"}
+MAPS = {
+    "identity_uncentred": "identity, uncentred (paper's convention)",
+    "identity": "identity, centred",
+    "orthogonal": "orthogonal",
+    "linear": "linear",
+}
 KNN_COMPARISONS = {
     "tied_vs_input_u": "Tied vs Input(U)",
     "tied_vs_output_u": "Tied vs Output(U)",
@@ -33,20 +38,25 @@ KNN_COMPARISONS = {
 REFERENCES = {"input_u": "vs Input(U)", "output_u": "vs Output(U)"}
 # How a fitted map was scored (alignment columns scored, target) -> column label.
 FITS = {
-    "in_sample": "in-sample", "in_sample_chance": "chance (in-sample, rows permuted)",
-    "held_out": "held-out", "held_out_chance": "chance (held-out, rows permuted)",
+    "in_sample": "in-sample",
+    "in_sample_chance": "chance (in-sample, rows permuted)",
+    "held_out": "held-out",
+    "held_out_chance": "chance (held-out, rows permuted)",
 }
 KNN_COLUMNS = {"overlap": "overlap", "null_overlap": "null (rows permuted)", "chance": "chance k/(n-1)"}
-LOSS_METRICS = {"val_loss": "val loss", "bigram_loss": "bigram table", "margin": "val loss - bigram",
-                "unigram_loss": "unigram table", "perplexity": "perplexity"}
+LOSS_METRICS = {
+    "val_loss": "val loss",
+    "bigram_loss": "bigram table",
+    "margin": "val loss - bigram",
+    "unigram_loss": "unigram table",
+    "perplexity": "perplexity",
+}
 
 # Table 1's cells of a map a comparison across widths cannot have (only the linear map maps one width to another).
 UNDEFINED, UNDEFINED_WHY = "undefined (widths differ)", "none: identity and orthogonal maps need equal widths"
 
 # The same Table 7 numbers beside a measured WikiText-2 column (downstream.perplexity.label: WikiText-2).
 WIKITEXT2 = "WikiText-2 perplexity"
-
-
 
 
 def with_fit(frame):
@@ -65,10 +75,14 @@ def summarise_per_token(rows, keys, values, released=()):
     values = list(values)
     seeded, one_pair = rows[~rows["pair"].isin(released)], rows[rows["pair"].isin(released)]
     per_seed = seeded.groupby([*keys, "seed"], as_index=False, sort=False)[values].mean()
-    parts = [summarise(per_seed.melt([*keys, "seed"], values, var_name="column", value_name="value"),
-                       [*keys, "column"], "value"),
-             summarise_tokens(one_pair.melt(keys, values, var_name="column", value_name="value"),
-                              [*keys, "column"], "value")]
+    parts = [
+        summarise(
+            per_seed.melt([*keys, "seed"], values, var_name="column", value_name="value"), [*keys, "column"], "value"
+        ),
+        summarise_tokens(
+            one_pair.melt(keys, values, var_name="column", value_name="value"), [*keys, "column"], "value"
+        ),
+    ]
     order = {pair: i for i, pair in enumerate(pd.unique(rows["pair"]))}
     summary = pd.concat([p for p in parts if not p.empty], ignore_index=True)
     return summary.sort_values("pair", key=lambda s: s.map(order), kind="stable", ignore_index=True)
@@ -92,8 +106,9 @@ def table1(alignment, step=None, released=()):
     cell saying so (UNDEFINED)."""
     summary = _with_undefined_maps(alignment_means(alignment, step, released))
     paper = {(*key, "in_sample"): value for key, value in published.TABLE1.items()}
-    table = _widen(summary, ["pair", "comparison", "map"], "fit", FITS,
-                   {"comparison": ALIGNMENT_COMPARISONS, "map": MAPS}, paper)
+    table = _widen(
+        summary, ["pair", "comparison", "map"], "fit", FITS, {"comparison": ALIGNMENT_COMPARISONS, "map": MAPS}, paper
+    )
     undefined = table["interval"] == UNDEFINED_WHY
     table.loc[undefined, list(FITS.values())] = UNDEFINED
     return _with_tokens(table, at_step(alignment, step))
@@ -106,8 +121,11 @@ def _with_undefined_maps(summary):
     for _, group in summary.groupby(["pair", "comparison"], sort=False):
         if set(group["map"]) == {"linear"}:
             nan = math.nan
-            rows += [group.assign(map=name, mean=nan, ci_low=nan, ci_high=nan, interval=UNDEFINED_WHY)
-                     for name in MAPS if name != "linear"]
+            rows += [
+                group.assign(map=name, mean=nan, ci_low=nan, ci_high=nan, interval=UNDEFINED_WHY)
+                for name in MAPS
+                if name != "linear"
+            ]
     return pd.concat([summary, *rows], ignore_index=True)
 
 
@@ -134,11 +152,16 @@ def input_scaling_table(scaling, steps, paper=None):
     """
     rows = scaling[scaling["step"].isin(list(steps))]
     if rows.empty:
-        raise PipelineError(f"no scaling rows at steps {list(steps)}; steps present: {sorted(scaling['step'].unique())}")
+        raise PipelineError(
+            f"no scaling rows at steps {list(steps)}; steps present: {sorted(scaling['step'].unique())}"
+        )
     keys = ["pair", "step", "variant", "reference"]
     summary = summarise(with_fit(rows), [*keys, "fit"], "cosine")
-    keyed = {(*key, "in_sample"): paper[key[2:]] for key in summary[keys].itertuples(index=False, name=None)
-             if key[2:] in (paper or {})}
+    keyed = {
+        (*key, "in_sample"): paper[key[2:]]
+        for key in summary[keys].itertuples(index=False, name=None)
+        if key[2:] in (paper or {})
+    }
     return _with_tokens(_widen(summary, keys, "fit", FITS, {"reference": REFERENCES}, keyed), rows)
 
 
@@ -165,13 +188,20 @@ def table7(loss, step=None):
     ids = ["arch", "variant", "seed"]
     downstream = rows.dropna(subset=["metric"]) if "metric" in rows else rows.iloc[:0].assign(metric=None, value=None)
     held_out = rows.drop(index=downstream.index, columns=["metric", "value"], errors="ignore")
-    long = pd.concat([held_out.melt(ids, list(LOSS_METRICS), var_name="metric", value_name="value"),
-                      downstream[[*ids, "metric", "value"]]], ignore_index=True)
+    long = pd.concat(
+        [
+            held_out.melt(ids, list(LOSS_METRICS), var_name="metric", value_name="value"),
+            downstream[[*ids, "metric", "value"]],
+        ],
+        ignore_index=True,
+    )
     labels = LOSS_METRICS | {m: m for m in pd.unique(downstream["metric"])}
     summary = summarise(long, ["arch", "variant", "metric"], "value")
-    paper = ({(arch, variant, WIKITEXT2): value for (arch, variant, _), value in published.TABLE7_PERPLEXITY.items()}
-             if WIKITEXT2 in labels else
-             {key: f"{value} (WikiText-2)" for key, value in published.TABLE7_PERPLEXITY.items()})
+    paper = (
+        {(arch, variant, WIKITEXT2): value for (arch, variant, _), value in published.TABLE7_PERPLEXITY.items()}
+        if WIKITEXT2 in labels
+        else {key: f"{value} (WikiText-2)" for key, value in published.TABLE7_PERPLEXITY.items()}
+    )
     return _widen(summary, ["arch", "variant"], "metric", labels, None, paper)
 
 
@@ -224,8 +254,6 @@ def _with_tokens(table, metric):
     return pd.concat([table.iloc[:, :at], tokens.rename("tokens"), table.iloc[:, at:]], axis=1)
 
 
-
-
 def _paper_text(value):
     return value if isinstance(value, str) else f"{value:.3f}"
 
@@ -244,12 +272,6 @@ def _fill_paper_columns(table):
     return table[order]
 
 
-
-
-
-
-
-
 # The table of each table rule: rule name -> a builder of (frame, **the rule's params).
 TABLES = {"table1": table1, "table2": table2, "table5": table5, "table6": table6, "table7": table7}
 
@@ -257,5 +279,7 @@ TABLES = {"table1": table1, "table2": table2, "table5": table5, "table6": table6
 def build(rule, frame, **params):
     """Table rule `rule`'s table from its metric `frame` and params (workflow/scripts/table.py)."""
     if rule not in TABLES:
-        raise PipelineError(f"no table is registered for rule {rule!r} (tying.report.tables.TABLES: {', '.join(TABLES)})")
+        raise PipelineError(
+            f"no table is registered for rule {rule!r} (tying.report.tables.TABLES: {', '.join(TABLES)})"
+        )
     return TABLES[rule](frame, **params)

@@ -9,6 +9,7 @@ the forward pass, so the backward pass only scales them; the loss and gradients 
 F.cross_entropy path's to float rounding. The projection's gradient reaches whatever tensor was
 passed as `weight`, so the gradient tap's output-path alias sees it as it sees the plain path's.
 """
+
 import torch
 from torch import nn
 
@@ -64,8 +65,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
             losses = torch.empty(n, dtype=torch.float32, device=h.device)
             buffer = torch.empty(min(rows, n), vocab, dtype=torch.float32, device=h.device)
             for start in range(0, n, rows):
-                hc, tc = h[start:start + rows].to(dtype), t[start:start + rows, None]
-                z = buffer[:len(tc)]
+                hc, tc = h[start : start + rows].to(dtype), t[start : start + rows, None]
+                z = buffer[: len(tc)]
                 if dtype == torch.float32:
                     torch.mm(hc, w.t(), out=z)
                 else:
@@ -74,13 +75,13 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 target_logit = z.gather(1, tc)
                 torch.ops.aten._softmax.out(z, 1, False, out=z)  # in place: the kernel reads each row's max first
                 # log sum exp = max logit - log max p, as the largest p is exp(0) / sum exactly
-                losses[start:start + len(tc)] = (top - z.amax(1, keepdim=True).log() - target_logit).squeeze(1)
+                losses[start : start + len(tc)] = (top - z.amax(1, keepdim=True).log() - target_logit).squeeze(1)
                 if not (needs_h or needs_w):
                     continue
                 z.scatter_add_(1, tc, torch.full_like(target_logit, -1.0))
                 g = z if dtype == torch.float32 else z.to(dtype)
                 if needs_h:
-                    torch.mm(g, w, out=grad_h[start:start + len(tc)])
+                    torch.mm(g, w, out=grad_h[start : start + len(tc)])
                 if needs_w:
                     grad_w.add_(g.t() @ hc) if dtype != torch.float32 else grad_w.addmm_(g.t(), hc)
         ctx.hidden_shape, ctx.hidden_dtype, ctx.weight_dtype, ctx.n = hidden.shape, hidden.dtype, weight.dtype, n

@@ -8,6 +8,7 @@ them into the parameter as usual. Hooks on the aliases record both parts at no e
 multiply the lookup path by `input_grad_scale`, leaving the output path untouched. For a tied
 model, G_in(effective) + G_out is the shared matrix's gradient.
 """
+
 from torch.func import functional_call
 
 from tying.train.cross_entropy import NextTokenLoss
@@ -42,7 +43,7 @@ class GradientTap:
 
     @property
     def proxy(self):
-        return self.proxy_sq ** 0.5
+        return self.proxy_sq**0.5
 
     def __call__(self, **inputs):
         """Forward pass of the wrapped model with the path hooks in place: the model's outputs, or
@@ -53,8 +54,14 @@ class GradientTap:
         alias_in.register_hook(self._on_input_path)
         alias_out.register_hook(self._on_output_path)
         module, prefix = (self._loss, "lm.") if "targets" in inputs else (self.model, "")
-        return functional_call(module, {prefix + self.in_name: alias_in, prefix + self.out_name: alias_out},
-                               args=(), kwargs=inputs, tie_weights=False, strict=False)
+        return functional_call(
+            module,
+            {prefix + self.in_name: alias_in, prefix + self.out_name: alias_out},
+            args=(),
+            kwargs=inputs,
+            tie_weights=False,
+            strict=False,
+        )
 
     def _on_input_path(self, grad):
         self.g_in_raw = _accumulate(self.g_in_raw, grad)
@@ -74,8 +81,13 @@ class GradientTap:
         """Frobenius norms of the recorded parts and the output share of the step."""
         g_in_raw, g_out = self.g_in_raw.norm().item(), self.g_out.norm().item()
         g_in = g_in_raw * self.scale
-        return {"g_in_raw": g_in_raw, "g_in": g_in, "g_out": g_out,
-                "out_share": g_out / (g_in + g_out), "proxy": self.proxy}
+        return {
+            "g_in_raw": g_in_raw,
+            "g_in": g_in,
+            "g_out": g_out,
+            "out_share": g_out / (g_in + g_out),
+            "proxy": self.proxy,
+        }
 
 
 def _accumulate(total, grad):

@@ -12,6 +12,7 @@
 Norm weights and biases keep transformers' ones and zeros in every scheme. Which scheme a family uses by
 default: tying.plan.recipes.
 """
+
 import math
 import re
 
@@ -36,16 +37,23 @@ def _wang_init(d, ff, layers, i):
 
 # scheme -> (truncation in std, or None; {module name: std(d, ff, layers, block index)})
 RULES = {
-    "olmo": (TRUNCATION, {
-        **dict.fromkeys(["embed_tokens", "lm_head", "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"],
-                        _input_std),
-        "o_proj": lambda d, ff, layers, i: 1 / math.sqrt(2 * d * (i + 1)),
-        "down_proj": lambda d, ff, layers, i: 1 / math.sqrt(2 * ff * (i + 1)),
-    }),
-    "gpt_neox": (None, {
-        **dict.fromkeys(["embed_in", "lm_head", "query_key_value", "dense_h_to_4h"], _small_init),
-        **dict.fromkeys(["dense", "dense_4h_to_h"], _wang_init),
-    }),
+    "olmo": (
+        TRUNCATION,
+        {
+            **dict.fromkeys(
+                ["embed_tokens", "lm_head", "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"], _input_std
+            ),
+            "o_proj": lambda d, ff, layers, i: 1 / math.sqrt(2 * d * (i + 1)),
+            "down_proj": lambda d, ff, layers, i: 1 / math.sqrt(2 * ff * (i + 1)),
+        },
+    ),
+    "gpt_neox": (
+        None,
+        {
+            **dict.fromkeys(["embed_in", "lm_head", "query_key_value", "dense_h_to_4h"], _small_init),
+            **dict.fromkeys(["dense", "dense_4h_to_h"], _wang_init),
+        },
+    ),
 }
 
 

@@ -4,6 +4,7 @@ Read top to bottom: build model, optimizer, schedule; resume if a matching state
 (batch, forward, backward, provenance, clip, step); at each checkpoint step evaluate, export and
 save the full state; at the end move the exports into place and write the logs.
 """
+
 import json
 import math
 import shutil
@@ -17,17 +18,17 @@ import pyarrow.parquet as pq
 import torch
 import transformers
 
-from tying.data.batches import eval_batches, train_batch
 from tying.checkpoints.checkpoint_files import weight_digests
-from tying.train.cross_entropy import NextTokenLoss
-from tying.train.grad_provenance import GradientTap
+from tying.data.batches import eval_batches, train_batch
+from tying.data.tokenizer import load as load_tokenizer
+from tying.data.tokens import load_ids
 from tying.io import atomic_path
 from tying.plan.recipes import init_scheme
 from tying.plan.run_spec import lr_lambda
+from tying.train.cross_entropy import NextTokenLoss
+from tying.train.grad_provenance import GradientTap
 from tying.train.models import build_model, init_seed, run_config
 from tying.train.ranks import LOCAL
-from tying.data.tokenizer import load as load_tokenizer
-from tying.data.tokens import load_ids
 
 
 @torch.no_grad()
@@ -42,14 +43,20 @@ def evaluate(model, batches, device):
 
 def build(spec, device):
     """Model, gradient tap, optimizer and schedule for `spec` at step 0."""
-    model = build_model(run_config(spec), init_seed(spec.seed, spec.tied, spec.init_offset), init_scheme(spec.family, spec.init)).to(device)
+    model = build_model(
+        run_config(spec), init_seed(spec.seed, spec.tied, spec.init_offset), init_scheme(spec.family, spec.init)
+    ).to(device)
     model.train()
     tap = GradientTap(model, spec.input_grad_scale)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": spec.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=spec.lr, betas=(0.9, 0.95),
-                            eps=spec.adam_eps, fused=True)  # one kernel per tensor: a quarter of the foreach update's CPU time
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": spec.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=spec.lr,
+        betas=(0.9, 0.95),
+        eps=spec.adam_eps,
+        fused=True,
+    )  # one kernel per tensor: a quarter of the foreach update's CPU time
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(spec))
     return model, tap, opt, sched
 
@@ -76,12 +83,30 @@ class Progress:
         done = step - self.step0
         rate = done * self.spec.batch_size * self.spec.seq_len / max(elapsed, 1e-9)
         eta = elapsed / max(done, 1) * (self.spec.steps - step)
-        print(f"[{self.name}] step {step}/{self.spec.steps} loss {loss:.4f} | {rate:,.0f} tok/s | "
-              f"ETA {time.strftime('%H:%M:%S', time.gmtime(eta))}", file=sys.stderr, flush=True)
+        print(
+            f"[{self.name}] step {step}/{self.spec.steps} loss {loss:.4f} | {rate:,.0f} tok/s | "
+            f"ETA {time.strftime('%H:%M:%S', time.gmtime(eta))}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log_path, provenance_path,
-          device="cpu", name="run", log_every=50, until=None, group=LOCAL):
+def train(
+    spec,
+    train_ids,
+    val_ids,
+    tokenizer,
+    work_dir,
+    *,
+    checkpoint_dirs,
+    log_path,
+    provenance_path,
+    device="cpu",
+    name="run",
+    log_every=50,
+    until=None,
+    group=LOCAL,
+):
     """Train `spec`, resuming from `work_dir` when a state with the same fingerprint is there.
 
     Every step in spec.checkpoints is exported to checkpoint_dirs[step]; the per-step log
@@ -125,8 +150,7 @@ def train(spec, train_ids, val_ids, tokenizer, work_dir, *, checkpoint_dirs, log
                 micro.backward()
             loss = loss + micro.detach()
         loss = group.average(loss, tap)
-        provenance.append({"step": step, "loss": loss.item(), **tap.norms(),
-                           "input_grad_scale": spec.input_grad_scale})
+        provenance.append({"step": step, "loss": loss.item(), **tap.norms(), "input_grad_scale": spec.input_grad_scale})
         torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
         log.append({"step": step, "lr": sched.get_last_lr()[0], "loss": loss.item(), "val_loss": math.nan})
         opt.step()
@@ -158,8 +182,14 @@ def write_rows(rows, path):
 def train_from_files(spec, files, work_dir, **outputs):
     """`train` on the training rule's inputs: `files` maps train and val (token arrays), meta (their
     sidecar) and tokenizer (a directory) to paths; `outputs` are train's keywords."""
-    train(spec, load_ids(files["train"], files["meta"]), load_ids(files["val"], files["meta"]),
-          load_tokenizer(files["tokenizer"]), work_dir, **outputs)
+    train(
+        spec,
+        load_ids(files["train"], files["meta"]),
+        load_ids(files["val"], files["meta"]),
+        load_tokenizer(files["tokenizer"]),
+        work_dir,
+        **outputs,
+    )
 
 
 def save_checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, provenance, state_path, staging):
@@ -171,8 +201,15 @@ def save_checkpoint(spec, model, opt, sched, tokenizer, val, device, step, log, 
         log[-1]["val_loss"] = val_loss
     meta = {**spec.to_dict(), "step": step, "val_loss": val_loss}
     export(model, tokenizer, staging / f"step{step}", meta)
-    state = {"fingerprint": spec.fingerprint(), "step": step, "model": model.state_dict(),
-             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "rng": torch.get_rng_state(),
-             "log": log, "provenance": provenance}
+    state = {
+        "fingerprint": spec.fingerprint(),
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "scheduler": sched.state_dict(),
+        "rng": torch.get_rng_state(),
+        "log": log,
+        "provenance": provenance,
+    }
     with atomic_path(state_path) as tmp:
         torch.save(state, tmp)

@@ -1,11 +1,21 @@
 """The transformers causal LMs the pipeline trains (OLMo by default, GPT-NeoX, Llama, Qwen3), and a trained
 one loaded frozen for analysis."""
+
 import zlib
 from collections import defaultdict
 
 import torch
-from transformers import (AutoModelForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
-                          OlmoConfig, OlmoForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import (
+    AutoModelForCausalLM,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    OlmoConfig,
+    OlmoForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
 
 from tying.checkpoints.checkpoint_files import verify
 from tying.errors import PipelineError
@@ -20,8 +30,9 @@ FAMILIES = {
 }
 
 
-def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tied, eos_id,
-                 intermediate_size=None, clip_qkv=None):
+def model_config(
+    family, *, vocab_size, hidden_size, layers, heads, seq_len, tied, eos_id, intermediate_size=None, clip_qkv=None
+):
     """The transformers config of one family at the given size; tying per `tied`; clip_qkv (OLMo only):
     queries, keys and values clamped to [-clip_qkv, clip_qkv]."""
     config_cls, _ = FAMILIES[family]
@@ -29,18 +40,36 @@ def model_config(family, *, vocab_size, hidden_size, layers, heads, seq_len, tie
     extra = {"head_dim": hidden_size // heads, "num_key_value_heads": heads} if family == "qwen3" else {}
     if clip_qkv is not None:  # tying.plan.recipes.clip_qkv has checked the family
         extra["clip_qkv"] = clip_qkv
-    return config_cls(**extra,
-        vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=heads,
-        intermediate_size=intermediate_size or 4 * hidden_size, max_position_embeddings=seq_len,
-        tie_word_embeddings=tied, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=None)
-
+    return config_cls(
+        **extra,
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate_size or 4 * hidden_size,
+        max_position_embeddings=seq_len,
+        tie_word_embeddings=tied,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+        pad_token_id=None,
+    )
 
 
 def run_config(spec):
     """The transformers config of a training run's spec (tying.plan.run_spec.RunSpec)."""
-    return model_config(spec.family, vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, layers=spec.layers,
-                        heads=spec.heads, seq_len=spec.seq_len, tied=spec.tied, eos_id=spec.eos_id,
-                        intermediate_size=spec.intermediate_size, clip_qkv=spec.clip_qkv)
+    return model_config(
+        spec.family,
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        layers=spec.layers,
+        heads=spec.heads,
+        seq_len=spec.seq_len,
+        tied=spec.tied,
+        eos_id=spec.eos_id,
+        intermediate_size=spec.intermediate_size,
+        clip_qkv=spec.clip_qkv,
+    )
+
 
 def init_seed(seed, tied, offset=0):
     """Initialisation seed: replicates differ, and tied and untied runs of one seed start from
@@ -63,8 +92,7 @@ def embedding_names(model):
     names = defaultdict(list)
     for name, p in model.named_parameters(remove_duplicate=False):
         names[id(p)].append(name)
-    return (names[id(model.get_input_embeddings().weight)][0],
-            names[id(model.get_output_embeddings().weight)][-1])
+    return (names[id(model.get_input_embeddings().weight)][0], names[id(model.get_output_embeddings().weight)][-1])
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}  # a frozen model's

@@ -1,5 +1,6 @@
 """C3 by state against width: the gap at each state, one line a width, one panel a lens (tuned-lens's optimiser at
 each budget, the certified lens); below, the embedding's share of the residual stream and the logit lens's gap."""
+
 import matplotlib.pyplot as plt
 import seaborn as sns
 from matplotlib.lines import Line2D
@@ -22,8 +23,7 @@ def plot_c3_by_width(table, path):
     colours = dict(zip(widths, sns.color_palette("viridis", len(widths))))
     columns = max(len(lenses), len(SHARE) + 1)
     style.setup()
-    fig, axes = plt.subplots(2, columns, figsize=(2 * style.COLUMN_WIDTH, 4.2), layout="constrained",
-                             squeeze=False)
+    fig, axes = plt.subplots(2, columns, figsize=(2 * style.COLUMN_WIDTH, 4.2), layout="constrained", squeeze=False)
     for ax, lens in zip(axes[0], lenses):
         _gap_panel(ax, table[table["lens"] == lens], colours, f"gap, {lens}")
     for ax in axes[0][1 : len(lenses)]:
@@ -32,7 +32,7 @@ def plot_c3_by_width(table, path):
     for ax, (key, label) in zip(axes[1], SHARE):
         _share_panel(ax, table[table["lens"] == "logit"], colours, key, label)
     _gap_panel(axes[1][len(SHARE)], table[table["lens"] == "logit"], colours, "gap, logit lens")
-    for ax in [*axes[0][len(lenses):], *axes[1][len(SHARE) + 1:]]:
+    for ax in [*axes[0][len(lenses) :], *axes[1][len(SHARE) + 1 :]]:
         ax.set_axis_off()
     handles = [Line2D([], [], color=colours[w], marker="o", markersize=2.5) for w in widths]
     handles += [Line2D([], [], color="0.3"), Line2D([], [], color="0.3", linestyle="--")]
@@ -45,8 +45,16 @@ def plot_c3_by_width(table, path):
 def _gap_panel(ax, rows, colours, title):
     for width, own in rows.groupby("hidden_size"):
         own = own.sort_values("state")
-        ax.errorbar(own["state"], own["mean"], [own["mean"] - own["ci_low"], own["ci_high"] - own["mean"]],
-                    color=colours[width], marker="o", markersize=2.5, linewidth=1, capsize=1.5)
+        ax.errorbar(
+            own["state"],
+            own["mean"],
+            [own["mean"] - own["ci_low"], own["ci_high"] - own["mean"]],
+            color=colours[width],
+            marker="o",
+            markersize=2.5,
+            linewidth=1,
+            capsize=1.5,
+        )
     ax.axhline(0, color="black", linewidth=0.5)
     _states_axis(ax, rows, title)
 
@@ -55,8 +63,15 @@ def _share_panel(ax, rows, colours, key, label):
     for width, own in rows.groupby("hidden_size"):
         own = own.sort_values("state")
         for role, dashes in (("tied", "-"), ("untied", "--")):
-            ax.plot(own["state"], own[f"{role}_{key}"], color=colours[width], linestyle=dashes, marker="o",
-                    markersize=2.5, linewidth=1)
+            ax.plot(
+                own["state"],
+                own[f"{role}_{key}"],
+                color=colours[width],
+                linestyle=dashes,
+                marker="o",
+                markersize=2.5,
+                linewidth=1,
+            )
     _states_axis(ax, rows, label)
 
 

@@ -1,6 +1,7 @@
 """C7 as a dose-response: (a) C7a and C7b against the input-path gradient scale, with the paper's x5 values;
 (b) the input path's share of the embedding gradient; (c) the LM margin over the bigram table; where the dose
 table has them, (d) C7a and C7b over their ceilings and (e) at the tied run's equal margin."""
+
 import matplotlib.pyplot as plt
 
 from tying import paper
@@ -17,13 +18,26 @@ def plot_c7_dose(table, path):
         raise PipelineError("no C7 doses to plot")
     style.setup()
     referenced = "C7a_norm_mean" in table.columns
-    fig, grid = plt.subplots(2 if referenced else 1, 3, figsize=(2 * style.COLUMN_WIDTH, 4.4 if referenced else 2.3),
-                             layout="constrained", squeeze=False)
+    fig, grid = plt.subplots(
+        2 if referenced else 1,
+        3,
+        figsize=(2 * style.COLUMN_WIDTH, 4.4 if referenced else 2.3),
+        layout="constrained",
+        squeeze=False,
+    )
     axes = grid.ravel()
     _pair(axes[0], table, "", "(a) cosine change vs the tied run, same step")
     for cid, colour in (("C7a", style.PALETTE["input"]), ("C7b", style.PALETTE["output"])):
-        axes[0].plot([PAPER_DOSE], [paper.CLAIMS[cid][1]], marker="*", color=colour, markeredgecolor="black",
-                     markersize=8, linestyle="none", label=f"paper {cid} (x{PAPER_DOSE})")
+        axes[0].plot(
+            [PAPER_DOSE],
+            [paper.CLAIMS[cid][1]],
+            marker="*",
+            color=colour,
+            markeredgecolor="black",
+            markersize=8,
+            linestyle="none",
+            label=f"paper {cid} (x{PAPER_DOSE})",
+        )
     axes[0].legend(fontsize="xx-small", frameon=False)
     _panel(axes[1], table, "in_share", style.PALETTE["scaled"], None)
     axes[1].set(title="(b) input path's gradient share", ylabel="g_in / (g_in + g_out)")
@@ -54,6 +68,7 @@ def _pair(ax, table, suffix, title, ylabel="cosine difference"):
 def _panel(ax, table, measure, colour, label):
     mean = table[f"{measure}_mean"]
     err = [(mean - table[f"{measure}_low"]).fillna(0), (table[f"{measure}_high"] - mean).fillna(0)]
-    ax.errorbar(table["dose"], mean, yerr=err, color=colour, marker="o", markersize=3, linewidth=1, capsize=2,
-                label=label)
+    ax.errorbar(
+        table["dose"], mean, yerr=err, color=colour, marker="o", markersize=3, linewidth=1, capsize=2, label=label
+    )
     ax.axhline(0, color="black", linewidth=0.5)

@@ -1,4 +1,5 @@
 """Claims by exposure: each per-token claim against how often the runs drew the tokens, one panel a claim."""
+
 import math
 
 import matplotlib.pyplot as plt
@@ -7,8 +8,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from tying.claims.definitions import CLAIMS
-from tying.errors import PipelineError
 from tying.claims.exposure import ALL_TOKENS
+from tying.errors import PipelineError
 from tying.report.figures import style
 
 NCOLS = 3
@@ -17,7 +18,7 @@ COLOURS = ["tied", "input", "output", "mixture"]  # the claims pair, then the co
 
 def stratum_x(low, high):
     """Where a stratum of draws [low, high) sits on a log axis: its geometric middle (an open top: low x 10^0.5)."""
-    return math.sqrt(low * high) if math.isfinite(high) else low * 10 ** 0.5
+    return math.sqrt(low * high) if math.isfinite(high) else low * 10**0.5
 
 
 def plot_claims_by_exposure(table, path):
@@ -32,18 +33,33 @@ def plot_claims_by_exposure(table, path):
     colours = {p: style.PALETTE[COLOURS[min(i, len(COLOURS) - 1)]] for i, p in enumerate(pairs)}
     n_rows = math.ceil(len(claims) / NCOLS)
     style.setup()
-    fig, axes = plt.subplots(n_rows, NCOLS, figsize=(2 * style.COLUMN_WIDTH, 1.7 * n_rows + 0.5),
-                             layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        n_rows, NCOLS, figsize=(2 * style.COLUMN_WIDTH, 1.7 * n_rows + 0.5), layout="constrained", squeeze=False
+    )
     for ax, claim in zip(axes.ravel(), claims):
         _panel(ax, table[table["claim"] == claim], claim, colours)
-    for ax in axes.ravel()[len(claims):]:
+    for ax in axes.ravel()[len(claims) :]:
         ax.set_axis_off()
     handles = [Line2D([], [], color=colours[p], marker="o", markersize=2.5) for p in pairs]
-    handles += [Line2D([], [], color="0.55", linestyle=":"), Line2D([], [], color="black", linestyle="--", linewidth=0.8)]
-    fig.legend(handles, pairs + ["chance", "paper"], loc="outside lower center", ncols=len(handles), frameon=False,
-               fontsize="x-small", handlelength=1.5, columnspacing=0.8)
-    fig.suptitle("Claims within strata of how often the runs drew the token (log scale); bands: Student-t 95% over "
-                 "seeds; bar at the right: all analysed tokens", fontsize="x-small")
+    handles += [
+        Line2D([], [], color="0.55", linestyle=":"),
+        Line2D([], [], color="black", linestyle="--", linewidth=0.8),
+    ]
+    fig.legend(
+        handles,
+        pairs + ["chance", "paper"],
+        loc="outside lower center",
+        ncols=len(handles),
+        frameon=False,
+        fontsize="x-small",
+        handlelength=1.5,
+        columnspacing=0.8,
+    )
+    fig.suptitle(
+        "Claims within strata of how often the runs drew the token (log scale); bands: Student-t 95% over "
+        "seeds; bar at the right: all analysed tokens",
+        fontsize="x-small",
+    )
     style.save(fig, path)
     return fig
 
@@ -66,8 +82,9 @@ def _panel(ax, rows, claim, colours):
     ax.set_xscale("log")
     strata = shown.drop_duplicates("stratum")
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticks([stratum_x(lo, hi) for lo, hi in zip(strata["draws_low"], strata["draws_high"])],
-                  strata["stratum"].tolist())
+    ax.set_xticks(
+        [stratum_x(lo, hi) for lo, hi in zip(strata["draws_low"], strata["draws_high"])], strata["stratum"].tolist()
+    )
     ax.set_xlabel("draws", fontsize="x-small")
     ax.set_title(CLAIMS[claim].title, fontsize="small")
     ax.set_ylabel(CLAIMS[claim].unit, fontsize="x-small")

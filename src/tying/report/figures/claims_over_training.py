@@ -1,5 +1,6 @@
 """Claims over training: each claim's statistic at every checkpoint, one small panel per statistic, after a
 panel of the trained pairs' validation loss against the count tables of the tokens drawn by then."""
+
 import math
 
 import matplotlib.pyplot as plt
@@ -25,37 +26,58 @@ def plot_claims_over_training(table, path, released=(), quality=None):
         raise PipelineError("no claims-over-training rows to plot")
     pairs = list(dict.fromkeys(table["pair"]))
     with_loss = set() if quality is None else set(quality["pair"])
-    claims = {p: ["loss"] * (p in with_loss) + [c for c in DRAWN if c in set(table.loc[table["pair"] == p, "claim"])]
-              for p in pairs}
+    claims = {
+        p: ["loss"] * (p in with_loss) + [c for c in DRAWN if c in set(table.loc[table["pair"] == p, "claim"])]
+        for p in pairs
+    }
     rows = [math.ceil(len(claims[p]) / NCOLS) for p in pairs]
     style.setup()
-    fig, axes = plt.subplots(sum(rows), NCOLS, figsize=(style.COLUMN_WIDTH, 1.3 * sum(rows) + 0.4),
-                             layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        sum(rows), NCOLS, figsize=(style.COLUMN_WIDTH, 1.3 * sum(rows) + 0.4), layout="constrained", squeeze=False
+    )
     first_row = 0
     for pair, n_rows in zip(pairs, rows):
-        panels = axes[first_row:first_row + n_rows].ravel()
+        panels = axes[first_row : first_row + n_rows].ravel()
         for ax, claim in zip(panels, claims[pair]):
             if claim == "loss":
                 _loss_panel(ax, quality[quality["pair"] == pair], pair)
                 continue
-            _panel(ax, table[(table["pair"] == pair) & (table["claim"] == claim)].sort_values("tokens"), pair,
-                   claim, pair in released)
-        for ax in panels[len(claims[pair]):]:
+            _panel(
+                ax,
+                table[(table["pair"] == pair) & (table["claim"] == claim)].sort_values("tokens"),
+                pair,
+                claim,
+                pair in released,
+            )
+        for ax in panels[len(claims[pair]) :]:
             ax.set_axis_off()
         first_row += n_rows
-    handles = {"mean": Line2D([], [], color=style.PALETTE["tied"], marker="o", markersize=2.5),
-               "95% interval": Patch(color=style.PALETTE["tied"], alpha=0.3),
-               "chance": Line2D([], [], color="0.55", linestyle=":"),
-               "paper (final)": Line2D([], [], color="black", linestyle="--", linewidth=0.8),
-               "threshold": Line2D([], [], color="black", linewidth=0.5)}
+    handles = {
+        "mean": Line2D([], [], color=style.PALETTE["tied"], marker="o", markersize=2.5),
+        "95% interval": Patch(color=style.PALETTE["tied"], alpha=0.3),
+        "chance": Line2D([], [], color="0.55", linestyle=":"),
+        "paper (final)": Line2D([], [], color="black", linestyle="--", linewidth=0.8),
+        "threshold": Line2D([], [], color="black", linewidth=0.5),
+    }
     if with_loss:
         roles = dict.fromkeys(quality["role"])
-        handles |= {f"{role} loss": Line2D([], [], color=_role_colour(role), marker="o", markersize=2.5)
-                    for role in roles}
-        handles |= {"bigram table": Line2D([], [], color="black", linestyle=(0, (4, 1.5)), linewidth=0.8),
-                    "unigram table": Line2D([], [], color="0.55", linestyle="-.", linewidth=0.8)}
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=5, frameon=False,
-               fontsize="x-small", handlelength=1.5, columnspacing=0.8)
+        handles |= {
+            f"{role} loss": Line2D([], [], color=_role_colour(role), marker="o", markersize=2.5) for role in roles
+        }
+        handles |= {
+            "bigram table": Line2D([], [], color="black", linestyle=(0, (4, 1.5)), linewidth=0.8),
+            "unigram table": Line2D([], [], color="0.55", linestyle="-.", linewidth=0.8),
+        }
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=5,
+        frameon=False,
+        fontsize="x-small",
+        handlelength=1.5,
+        columnspacing=0.8,
+    )
     style.save(fig, path)
     return fig
 
@@ -64,8 +86,14 @@ def _loss_panel(ax, quality, pair):
     """Each model's mean validation loss over seeds, and the bigram and unigram tables', against step."""
     means = quality.groupby(["role", "step"], sort=False)[["val_loss", "bigram_loss", "unigram_loss"]].mean()
     for role, rows in means.groupby(level="role", sort=False):
-        ax.plot(rows.index.get_level_values("step"), rows["val_loss"], color=_role_colour(role), marker="o",
-                markersize=2.5, linewidth=1)
+        ax.plot(
+            rows.index.get_level_values("step"),
+            rows["val_loss"],
+            color=_role_colour(role),
+            marker="o",
+            markersize=2.5,
+            linewidth=1,
+        )
     tables = means.groupby(level="step")[["bigram_loss", "unigram_loss"]].mean()
     ax.plot(tables.index, tables["bigram_loss"], color="black", linestyle=(0, (4, 1.5)), linewidth=0.8)
     ax.plot(tables.index, tables["unigram_loss"], color="0.55", linestyle="-.", linewidth=0.8)

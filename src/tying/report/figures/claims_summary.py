@@ -6,6 +6,7 @@ stands at the row's right end; the in-sample value (the paper's convention) as a
 level as a black cross; the paper's value as a black diamond, its range as a black bar, or its words where it
 gives no number; the claim's threshold as a thin black line.
 """
+
 import math
 import re
 import textwrap
@@ -23,8 +24,12 @@ from tying.report.figures import style
 
 NCOLS = 3
 VERDICT_COLOURS = {  # verdict (its start: "holds (one pair of models)" is "holds") -> colour, Okabe-Ito
-    "holds": "#009e73", "does not hold": "#d55e00", "inconclusive": "#e69f00", "lens not converged": "#cc79a7",
-    "not testable here": "#999999", "direction only": "#56b4e9",
+    "holds": "#009e73",
+    "does not hold": "#d55e00",
+    "inconclusive": "#e69f00",
+    "lens not converged": "#cc79a7",
+    "not testable here": "#999999",
+    "direction only": "#56b4e9",
 }
 BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5}  # behind text crossing a line
 
@@ -37,8 +42,19 @@ def summary_rows(tables):
     for label, table in tables.items():
         rows = table[(table["pair"] == table["pair"].iloc[0]) & (table["token_set"] == ALL_TOKENS)]
         frames.append(rows.assign(build=label, chance=pd.to_numeric(rows["chance"], errors="coerce")))
-    columns = ["build", "pair", "claim", "mean", "ci_low", "ci_high", "in_sample_mean", "chance", "paper",
-               "paper_value", "verdict"]
+    columns = [
+        "build",
+        "pair",
+        "claim",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "in_sample_mean",
+        "chance",
+        "paper",
+        "paper_value",
+        "verdict",
+    ]
     out = pd.concat(frames, ignore_index=True)[columns]
     order = {cid: i for i, cid in enumerate(CLAIMS)}
     return out.sort_values("claim", key=lambda c: c.map(order), kind="stable", ignore_index=True)
@@ -61,25 +77,43 @@ def plot_claims_summary(rows, path):
     builds = list(dict.fromkeys(rows["build"]))
     n_rows = math.ceil(len(claims) / NCOLS)
     style.setup()
-    fig, axes = plt.subplots(n_rows, NCOLS, figsize=(2 * style.COLUMN_WIDTH + 0.4, (0.75 + 0.3 * len(builds)) * n_rows
-                                                     + 0.6), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        n_rows,
+        NCOLS,
+        figsize=(2 * style.COLUMN_WIDTH + 0.4, (0.75 + 0.3 * len(builds)) * n_rows + 0.6),
+        layout="constrained",
+        squeeze=False,
+    )
     for i, (ax, claim) in enumerate(zip(axes.ravel(), claims)):
         _panel(ax, rows[rows["claim"] == claim], claim, builds, labelled=i % NCOLS == 0)
-    for ax in axes.ravel()[len(claims):]:
+    for ax in axes.ravel()[len(claims) :]:
         ax.set_axis_off()
-    handles = [Line2D([], [], color="0.3", marker="o", markersize=3.5), Line2D([], [], color="0.3", marker="o",
-               markerfacecolor="none", linestyle="none", markersize=3.5),
-               Line2D([], [], color="black", marker="x", linestyle="none", markersize=3.5, markeredgewidth=0.8),
-               Line2D([], [], color="black", marker="D", linestyle="none", markersize=3),
-               Line2D([], [], color="black", linewidth=0.6)]
+    handles = [
+        Line2D([], [], color="0.3", marker="o", markersize=3.5),
+        Line2D([], [], color="0.3", marker="o", markerfacecolor="none", linestyle="none", markersize=3.5),
+        Line2D([], [], color="black", marker="x", linestyle="none", markersize=3.5, markeredgewidth=0.8),
+        Line2D([], [], color="black", marker="D", linestyle="none", markersize=3),
+        Line2D([], [], color="black", linewidth=0.6),
+    ]
     labels = ["ours, 95% interval", "ours, in sample (the paper's C1, C7)", "chance", "paper", "threshold"]
     shown = [v for v in VERDICT_COLOURS if rows["verdict"].str.startswith(v).any()]
     handles += [Line2D([], [], color=VERDICT_COLOURS[v], linewidth=4) for v in shown]
-    fig.legend(handles, labels + shown, loc="outside lower center", ncols=5, frameon=False, fontsize="x-small",
-               handlelength=1.5, columnspacing=1.0)
+    fig.legend(
+        handles,
+        labels + shown,
+        loc="outside lower center",
+        ncols=5,
+        frameon=False,
+        fontsize="x-small",
+        handlelength=1.5,
+        columnspacing=1.0,
+    )
     pairs = rows.drop_duplicates("build")
-    fig.suptitle("Each claim, ours (mean, 95% interval) beside the paper's value: " + "; ".join(
-        f"{b}, pair {p}" for b, p in zip(pairs["build"], pairs["pair"])), fontsize="x-small")
+    fig.suptitle(
+        "Each claim, ours (mean, 95% interval) beside the paper's value: "
+        + "; ".join(f"{b}, pair {p}" for b, p in zip(pairs["build"], pairs["pair"])),
+        fontsize="x-small",
+    )
     style.save(fig, path)
     return fig
 
@@ -92,12 +126,19 @@ def _panel(ax, rows, claim, builds, labelled):
     for y, build in enumerate(builds, start=1):
         row = rows[rows["build"] == build]
         if row.empty:
-            ax.text(0.02, y, "not in this build", transform=ax.get_yaxis_transform(), fontsize="xx-small",
-                    color="0.5", va="center", bbox=BOX)
+            ax.text(
+                0.02,
+                y,
+                "not in this build",
+                transform=ax.get_yaxis_transform(),
+                fontsize="xx-small",
+                color="0.5",
+                va="center",
+                bbox=BOX,
+            )
             continue
         _build_row(ax, row.iloc[0], y, build)
-    ax.plot([CLAIMS[claim].threshold] * 2, [-0.5, len(builds) + 0.5], color="black", linewidth=0.6,
-            gid="threshold")
+    ax.plot([CLAIMS[claim].threshold] * 2, [-0.5, len(builds) + 0.5], color="black", linewidth=0.6, gid="threshold")
     ax.margins(x=0.08)
     criterion = CLAIMS[claim]
     ax.set_title(criterion.title, fontsize="x-small", loc="left")
@@ -116,19 +157,64 @@ def _paper_row(ax, claim, value, text):
         ax.plot(paper.CLAIM_RANGES[claim], [0, 0], color="black", linewidth=2, solid_capstyle="butt", gid="paper")
     else:  # the paper's words: "qualitative: rise up to ~1e4 occurrences, then fall" -> its description
         words = re.sub(r"\s*\(.*\)$", "", text.removeprefix("qualitative: "))
-        ax.text(0.02, 0, textwrap.fill(words, 42), transform=ax.get_yaxis_transform(), fontsize="xx-small",
-                va="center", style="italic", bbox=BOX, gid="paper")
+        ax.text(
+            0.02,
+            0,
+            textwrap.fill(words, 42),
+            transform=ax.get_yaxis_transform(),
+            fontsize="xx-small",
+            va="center",
+            style="italic",
+            bbox=BOX,
+            gid="paper",
+        )
 
 
 def _build_row(ax, row, y, build):
     colour = verdict_colour(row["verdict"])
-    ax.errorbar([row["mean"]], [y], xerr=[[row["mean"] - row["ci_low"]], [row["ci_high"] - row["mean"]]],
-                fmt="o", color=colour, markersize=3.5, elinewidth=1.2, capsize=1.5, gid=f"ours:{build}")
+    ax.errorbar(
+        [row["mean"]],
+        [y],
+        xerr=[[row["mean"] - row["ci_low"]], [row["ci_high"] - row["mean"]]],
+        fmt="o",
+        color=colour,
+        markersize=3.5,
+        elinewidth=1.2,
+        capsize=1.5,
+        gid=f"ours:{build}",
+    )
     if not np.isnan(row["in_sample_mean"]):
-        ax.plot([row["in_sample_mean"]], [y], marker="o", markerfacecolor="none", color=colour, markersize=3.5,
-                linestyle="none", gid=f"in_sample:{build}")
+        ax.plot(
+            [row["in_sample_mean"]],
+            [y],
+            marker="o",
+            markerfacecolor="none",
+            color=colour,
+            markersize=3.5,
+            linestyle="none",
+            gid=f"in_sample:{build}",
+        )
     if not np.isnan(row["chance"]):
-        ax.plot([row["chance"]], [y], marker="x", color="black", markersize=3.5, markeredgewidth=0.8,
-                linestyle="none", zorder=3, gid=f"chance:{build}")  # over a point that sits at chance
-    ax.text(0.98, y - 0.22, row["verdict"], transform=ax.get_yaxis_transform(), fontsize="xx-small", color=colour,
-            ha="right", va="bottom", bbox=BOX, gid=f"verdict:{build}")
+        ax.plot(
+            [row["chance"]],
+            [y],
+            marker="x",
+            color="black",
+            markersize=3.5,
+            markeredgewidth=0.8,
+            linestyle="none",
+            zorder=3,
+            gid=f"chance:{build}",
+        )  # over a point that sits at chance
+    ax.text(
+        0.98,
+        y - 0.22,
+        row["verdict"],
+        transform=ax.get_yaxis_transform(),
+        fontsize="xx-small",
+        color=colour,
+        ha="right",
+        va="bottom",
+        bbox=BOX,
+        gid=f"verdict:{build}",
+    )

@@ -1,4 +1,5 @@
 """Figures 3, 8, 9: how far an untied run's input and output matrices move during training."""
+
 import matplotlib.pyplot as plt
 import seaborn as sns
 
@@ -20,17 +21,31 @@ def plot_evolution(evolution, path, run="main"):
     palette = {m: style.PALETTE[m] for m in ("input", "output")}
 
     style.setup()
-    fig, axes = plt.subplots(2, 1, sharex=True, figsize=(style.COLUMN_WIDTH, 1.0 * style.COLUMN_WIDTH),
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        2, 1, sharex=True, figsize=(style.COLUMN_WIDTH, 1.0 * style.COLUMN_WIDTH), layout="constrained"
+    )
     for ax, (column, label) in zip(axes, PANELS.items()):
-        sns.lineplot(rows.dropna(subset=[column]), x="step", y=column, hue="matrix", hue_order=list(palette),
-                     palette=palette, errorbar=("pi", 100), marker="o", markersize=3, ax=ax)
+        sns.lineplot(
+            rows.dropna(subset=[column]),
+            x="step",
+            y=column,
+            hue="matrix",
+            hue_order=list(palette),
+            palette=palette,
+            errorbar=("pi", 100),
+            marker="o",
+            markersize=3,
+            ax=ax,
+        )
         ax.set(ylabel=label)
         ax.get_legend().set_title(None)
     axes[1].get_legend().remove()
     n_seeds = rows["seed"].nunique()
-    axes[0].set_title(f"untied run of {run}; mean cosine over tokens;\n"
-                      f"line = mean of {n_seeds} seed{'s' * (n_seeds > 1)}, band = their range", fontsize="small")
+    axes[0].set_title(
+        f"untied run of {run}; mean cosine over tokens;\n"
+        f"line = mean of {n_seeds} seed{'s' * (n_seeds > 1)}, band = their range",
+        fontsize="small",
+    )
     axes[1].set(xlabel="training step")
     style.save(fig, path)
     return fig

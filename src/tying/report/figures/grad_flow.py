@@ -1,4 +1,5 @@
 """Figure 4: the lookup-path and projection-path gradients of the tied matrix."""
+
 import matplotlib.pyplot as plt
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
@@ -7,8 +8,10 @@ from tying.errors import PipelineError
 from tying.report.figures import style
 
 PROXY_LABEL = "output share by the\npaper code's proxy (shares)"
-PATHS = {"input": ("g_in", "g_in_roll", "in_share", "input (lookup)"),
-         "output": ("g_out", "g_out_roll", "out_share", "output (projection)")}
+PATHS = {
+    "input": ("g_in", "g_in_roll", "in_share", "input (lookup)"),
+    "output": ("g_out", "g_out_roll", "out_share", "output (projection)"),
+}
 
 
 def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
@@ -27,23 +30,41 @@ def plot_grad_flow(grad_flow, path, pair="main", variant="tied", seed=None):
         raise PipelineError(f"no grad_flow rows for seed {seed}; seeds: {sorted(runs['seed'].unique())}")
 
     style.setup()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(style.COLUMN_WIDTH, 0.65 * style.COLUMN_WIDTH),
-                                     layout="constrained")
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(style.COLUMN_WIDTH, 0.65 * style.COLUMN_WIDTH), layout="constrained"
+    )
     for colour, (raw, roll, _, label) in PATHS.items():
         sns.lineplot(rows, x="step", y=raw, color=style.PALETTE[colour], alpha=0.25, linewidth=0.5, ax=left)
         sns.lineplot(rows, x="step", y=roll, color=style.PALETTE[colour], linewidth=1.2, label=label, ax=left)
     left.set(yscale="log", xlabel="training step", ylabel="gradient norm (Frobenius)", title="norms")
-    right.stackplot(rows["step"], *(100 * rows[share] for _, _, share, _ in PATHS.values()),
-                    colors=[style.PALETTE[c] for c in PATHS], labels=[label for *_, label in PATHS.values()],
-                    alpha=0.85, linewidth=0)
-    proxy = right.plot(rows["step"], 100 * (1 - rows["proxy_out_share"]), color="black", linestyle="--",
-                       linewidth=0.8)[0]
+    right.stackplot(
+        rows["step"],
+        *(100 * rows[share] for _, _, share, _ in PATHS.values()),
+        colors=[style.PALETTE[c] for c in PATHS],
+        labels=[label for *_, label in PATHS.values()],
+        alpha=0.85,
+        linewidth=0,
+    )
+    proxy = right.plot(rows["step"], 100 * (1 - rows["proxy_out_share"]), color="black", linestyle="--", linewidth=0.8)[
+        0
+    ]
     handles, labels = left.get_legend_handles_labels()
     left.get_legend().remove()
-    fig.legend([*handles, proxy], [*labels, PROXY_LABEL], frameon=False, fontsize="x-small", loc="outside lower center",
-               ncols=3)
-    right.set(xlabel="training step", ylabel="share of norm sum (%)", ylim=(0, 100), title="shares",
-              xlim=(rows["step"].min(), rows["step"].max()))
+    fig.legend(
+        [*handles, proxy],
+        [*labels, PROXY_LABEL],
+        frameon=False,
+        fontsize="x-small",
+        loc="outside lower center",
+        ncols=3,
+    )
+    right.set(
+        xlabel="training step",
+        ylabel="share of norm sum (%)",
+        ylim=(0, 100),
+        title="shares",
+        xlim=(rows["step"].min(), rows["step"].max()),
+    )
     right.xaxis.set_major_locator(MaxNLocator(nbins=2))
     fig.suptitle(f"{pair}, {variant}, seed {seed}", fontsize="small")
     style.save(fig, path)

@@ -1,4 +1,5 @@
 """Figure 2: tuned-lens KL (bits) by layer, tied vs untied; logit lens as a faint baseline."""
+
 import matplotlib.pyplot as plt
 import seaborn as sns
 from matplotlib.lines import Line2D
@@ -23,9 +24,17 @@ def plot_kl_by_layer(df, path, title=None):
     for ax, pair in zip(axes[:, 0], pairs):
         for lens, line in LENS_STYLE.items():
             sns.lineplot(
-                data=df[(df["pair"] == pair) & (df["lens"] == lens)], x="layer", y="kl_bits", hue="role",
-                hue_order=ROLES, palette=palette, errorbar=("ci", 95) if lens == "tuned" else None,
-                seed=0, legend=False, ax=ax, **line,
+                data=df[(df["pair"] == pair) & (df["lens"] == lens)],
+                x="layer",
+                y="kl_bits",
+                hue="role",
+                hue_order=ROLES,
+                palette=palette,
+                errorbar=("ci", 95) if lens == "tuned" else None,
+                seed=0,
+                legend=False,
+                ax=ax,
+                **line,
             )
         ax.set(xlabel="layer (0 = embeddings)", ylabel="KL divergence (bits)", title=pair if len(pairs) > 1 else title)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -1,14 +1,18 @@
 """Figure 5: row norm against how often the run drew each token, for untied input, untied output and tied matrices."""
+
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
 from tying.errors import PipelineError
-from tying.report.figures import style
 from tying.metrics.norm_frequency import FREQUENCY, MAX_SPAN, MIN_BIN_TOKENS, binned_norms
+from tying.report.figures import style
 
-PANELS = {"untied_input": ("untied input", "input"), "untied_output": ("untied output", "output"),
-          "tied": ("tied", "tied")}
+PANELS = {
+    "untied_input": ("untied input", "input"),
+    "untied_output": ("untied output", "output"),
+    "tied": ("tied", "tied"),
+}
 
 
 def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade=4):
@@ -28,12 +32,22 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
     per_draw = float((rows["per_million"] / rows[FREQUENCY]).median())  # per million positions, one draw
 
     style.setup()
-    fig, axes = plt.subplots(1, 3, sharex=True, figsize=(style.COLUMN_WIDTH, 0.6 * style.COLUMN_WIDTH),
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        1, 3, sharex=True, figsize=(style.COLUMN_WIDTH, 0.6 * style.COLUMN_WIDTH), layout="constrained"
+    )
     for ax, (matrix, (title, colour)) in zip(axes, PANELS.items()):
         panel = rows[rows["matrix"] == matrix]
-        sns.scatterplot(panel, x="log_count", y="norm", color=style.PALETTE[colour], s=2, alpha=0.15,
-                        linewidth=0, rasterized=True, ax=ax)
+        sns.scatterplot(
+            panel,
+            x="log_count",
+            y="norm",
+            color=style.PALETTE[colour],
+            s=2,
+            alpha=0.15,
+            linewidth=0,
+            rasterized=True,
+            ax=ax,
+        )
         line = binned[binned["matrix"] == matrix]
         sns.lineplot(line, x="log_count", y="norm", color="black", linewidth=1, marker="o", markersize=2, ax=ax)
         if line["initial_norm"].notna().any():
@@ -43,12 +57,17 @@ def plot_norm_frequency(norm_freq, path, pair="main", seed=None, bins_per_decade
         ax.set(title=title, xlabel="", ylabel="")
         ax.title.set_fontsize("small")
         if np.isfinite(per_draw):
-            top = ax.secondary_xaxis("top", functions=(lambda x: x + np.log10(per_draw), lambda x: x - np.log10(per_draw)))
+            top = ax.secondary_xaxis(
+                "top", functions=(lambda x: x + np.log10(per_draw), lambda x: x - np.log10(per_draw))
+            )
             top.tick_params(labelsize="x-small")
     axes[0].set(ylabel="row L2 norm")
     fig.supxlabel("log10 draws by the run (top: log10 draws per million training positions)", fontsize="small")
-    fig.suptitle(f"{pair}, seed {seed}; line: mean norm per 1/{bins_per_decade} decade of draws, numbers: tokens a "
-                 f"bin\n(bins of < {MIN_BIN_TOKENS} tokens merged within {MAX_SPAN}/{bins_per_decade} decade); dashed: "
-                 "at step 0", fontsize="x-small")
+    fig.suptitle(
+        f"{pair}, seed {seed}; line: mean norm per 1/{bins_per_decade} decade of draws, numbers: tokens a "
+        f"bin\n(bins of < {MIN_BIN_TOKENS} tokens merged within {MAX_SPAN}/{bins_per_decade} decade); dashed: "
+        "at step 0",
+        fontsize="x-small",
+    )
     style.save(fig, path)
     return fig

@@ -1,4 +1,5 @@
 """The one palette and page style every figure uses (input blue, output gold, tied pink)."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,8 +8,14 @@ import seaborn as sns  # noqa: E402
 
 from tying.io import atomic_path  # noqa: E402
 
-PALETTE = {"input": "#3b75af", "output": "#d9a21b", "tied": "#d45d9b", "untied": "#3b75af", "mixture": "#6a9f58",
-           "scaled": "#7b2d5a"}  # scaled: an input-scaled tied variant
+PALETTE = {
+    "input": "#3b75af",
+    "output": "#d9a21b",
+    "tied": "#d45d9b",
+    "untied": "#3b75af",
+    "mixture": "#6a9f58",
+    "scaled": "#7b2d5a",
+}  # scaled: an input-scaled tied variant
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 
 
