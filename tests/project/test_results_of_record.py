@@ -36,5 +36,5 @@ def test_readme_results_are_in_the_tables_of_record():
 
 
 def test_a_number_not_in_the_table_is_flagged():
-    readme = (ROOT / "README.md").read_text().replace("0.347 [0.338, 0.356]", "0.357 [0.338, 0.356]")
-    assert unquoted(readme) == [("docs/results/claims.md", "0.357")]
+    readme = (ROOT / "README.md").read_text().replace("0.348 [0.341, 0.355]", "0.358 [0.341, 0.355]")
+    assert unquoted(readme) == [("docs/results/claims.md", "0.358")]
