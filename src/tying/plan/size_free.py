@@ -13,9 +13,10 @@ norm near 1 (std 1/sqrt(d)), so a regime's effect on a row reads in:
 The paper's regime is configs/paper-train.yaml's (the authors' 10k-step 1B config): a cell matching all of these
 at d = 96 (configs/paper-regime.yaml) tells which differences from the paper are the regime's.
 
-    .venv/bin/python -m tying.plan.size_free config.yaml configs/trained.yaml configs/depth.yaml:d96_l12_s2500 ...
+    .venv/bin/python -m tying.plan.size_free [--builds DIR] config.yaml configs/depth.yaml:d96_l12_s2500 ...
 """
 
+import argparse
 import json
 import math
 import sys
@@ -128,7 +129,11 @@ def markdown(rows):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("regimes", nargs="*", default=["config.yaml"], help="config files, each with :PAIR if needed")
+    parser.add_argument("--builds", type=Path, help="a folder holding the configs' builds (default: here)")
+    args = parser.parse_args()
     try:
-        sys.stdout.write(markdown(regime_rows(sys.argv[1:] or ["config.yaml"])))
-    except PipelineError as err:
+        sys.stdout.write(markdown(regime_rows(args.regimes, builds=args.builds)))
+    except (PipelineError, OSError) as err:
         sys.exit(f"error: {err}")
