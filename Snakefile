@@ -63,6 +63,7 @@ if workflow.is_main_process:  # what the check found worth saying (the tokens a 
         print(line, file=sys.stderr)
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/inputs.smk"
 
 
 # Where the outputs go: a config's `workdir` (each configs/*.yaml names its own under runs/, so no config

@@ -5,16 +5,6 @@ from tying.plan import c3_by_width
 from tying.plan.lens_budget import sweep_path
 
 
-def width_table_inputs(wildcards):
-    """The C3-by-width table's inputs (if_built: a config without scaling.c3_by_width ends the run): the lens
-    cells' lens metrics, their runs' lens_budget sweeps, residual shares and quality metrics."""
-    cells = [c["cell"] for c in if_built(f"{c3_by_width.TABLE}.csv", c3_by_width.width_cells(config))]
-    return {"lens": [f for c in cells for f in lens_metrics(c)],
-            "sweeps": [sweep_path(*run) for run in c3_by_width.width_runs(config)],
-            "share": [f for c in cells for f in lens_metrics(c, rules.residual_share.output[0])],
-            "quality": per_seed(rules.quality, cells)}
-
-
 rule c3_by_width_table:
     input:
         unpack(width_table_inputs),

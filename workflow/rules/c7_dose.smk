@@ -4,11 +4,6 @@
 from tying.plan.pairs import scaled_variants
 
 
-def dose_runs(pair):
-    """(variant, seed) of each dose's run of `pair`: its tied variant and its scaled variants, every seed."""
-    return [(v, s) for v in scaled_variants(config, pair) for s in pair_seeds(config, pair)]
-
-
 rule c7_dose_reference:
     input:
         unpack(lambda w: token_set(w.pair, w.seed)),

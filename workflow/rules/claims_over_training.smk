@@ -5,23 +5,6 @@
 from tying.plan.claims_over_training import trajectory_models, trajectory_points, trajectory_variants
 
 
-def trajectory_inputs(pair, seed):
-    """Model directories by role, one per point (scaled: one per point and variant); a trained pair's
-    analysed tokens' draws at every checkpoint (each point keeps the tokens seen by then), their per-token
-    drifts (C4) and its models' quality (LM)."""
-    inputs = trajectory_models(config, pair, seed)
-    if not trained(config, pair):
-        return inputs
-    return inputs | {"by_step": expand(rules.token_set.output.by_step, pair=pair, seed=seed)[0],
-                     "evolution": expand(rules.evolution.output.tokens, pair=pair, seed=seed)[0],
-                     "quality": expand(rules.quality.output[0], pair=pair, seed=seed)[0]}
-
-
-def claims_over_training_pairs():
-    """The pairs tables.claims_over_training names (if_built: a config without it ends the run)."""
-    return table_pairs("claims_over_training")
-
-
 rule trajectory:
     input:
         unpack(lambda w: trajectory_inputs(w.pair, int(w.seed))),

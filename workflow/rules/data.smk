@@ -7,11 +7,6 @@ from tying.plan.runs import token_plan
 CORPUS_SHARDS = list(range(config["corpus"]["shards"]))
 
 
-def corpus_shards():
-    """Every corpus shard's documents file, in shard order."""
-    return expand(rules.corpus.output.documents, shard=CORPUS_SHARDS)
-
-
 rule corpus:
     output:
         documents="results/corpus/shard{shard}.parquet",

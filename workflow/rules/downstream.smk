@@ -8,19 +8,6 @@ from tying.plan.runs import model_dims
 DOWNSTREAM = config.get("downstream", {})
 
 
-def downstream_metrics():
-    """Per-run downstream metric files of Table 7's runs, for each configured part."""
-    parts = [rule for name, rule in (("perplexity", rules.perplexity), ("lm_eval", rules.lm_eval))
-             if name in DOWNSTREAM]
-    return [expand(r.output[0], arch=a, variant=v, seed=s)[0] for r in parts for a, v, s in downstream_runs(config)]
-
-
-def downstream_ids(w):
-    """A downstream metric's identification columns: the run and its final step."""
-    return {"arch": w.arch, "variant": w.variant, "seed": int(w.seed),
-            "step": schedule(config, w.arch).final}
-
-
 localrules:
     downstream_text,
 

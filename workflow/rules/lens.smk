@@ -4,47 +4,6 @@ from tying.plan.claims import matched_null
 LENS_RESOURCES = {"mem_mb": 8000, "runtime": 60, "gpu": 1 if config["lens"]["device"] == "cuda" else 0}
 
 
-def lens_inputs(pair, role, seed):
-    """A lens job's inputs: the full model and token arrays in its tokenizer's ids."""
-    return {"model": pair_models(config, pair, seed, full=True)[role], **lens_tokens(pair, role)}
-
-
-def null_lens_inputs(pair, seed):
-    """The matched null's lens job's inputs: its run's checkpoint at the pair's step and the pipeline's tokens."""
-    return {"model": reference(matched_null(config, pair)).directory(seed, pair_step(config, pair)),
-            **{k: rules.tokens.output[k] for k in ("train", "val", "meta")}}
-
-
-def given_lens(pair, role):
-    """The tuned-lens folder a pair names for a role (`lens: {tied: DIR, untied: DIR}`), scored in place of
-    training one; [] when it names none."""
-    lens = PAIRS[pair].get("lens")
-    return lens[role] if isinstance(lens, dict) and role in lens else []
-
-
-def lens_tokens(pair, role):
-    """Train/validation token arrays for a pair's model: the pipeline's tokens for a trained run,
-    the corpus in the model's own tokenizer for a hub or local model."""
-    ref, keys = reference(PAIRS[pair][role]), ("train", "val", "meta")
-    if ref.trained:
-        return {k: rules.tokens.output[k] for k in keys}
-    own = rules.local_tokens if ref.local else rules.hub_tokens
-    return {k: expand(own.output[k], **ref.tokens_source())[0] for k in keys}
-
-
-def lens_metrics(pair, output=None):
-    """Per-seed lens metric files (or another of the lens rule's outputs) of both models of a pair."""
-    return expand(output or rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
-
-
-def local_quality_inputs(pair):
-    """A local pair's quality job's inputs: each role's whole model ({role}_model) and its token arrays in its own
-    tokenizer ({role}_train, {role}_val, {role}_meta), as its lens reads them."""
-    models = pair_models(config, pair, 0, full=True)
-    return {f"{role}_{key}": path for role in ("tied", "untied")
-            for key, path in {"model": models[role], **lens_tokens(pair, role)}.items()}
-
-
 rule lens:
     input:
         unpack(lambda w: lens_inputs(w.pair, w.role, int(w.seed))),

@@ -5,30 +5,6 @@ from tying.plan.references import checkpoint_dir, trained_control_dir
 from tying.plan.runs import run_shape
 
 
-def metric_models(w):
-    """A per-pair metric job's models by role, a local model's tokenizer folder where it names one
-    ({role}_tokenizer) and, for a trained pair, its token set."""
-    return pair_models(config, w.pair, int(w.seed)) | local_tokenizers(config, w.pair) | token_set(w.pair, w.seed)
-
-
-def metric_ids(w):
-    """A per-pair metric's identification columns at the pair's compared step."""
-    return {"pair": w.pair, "seed": int(w.seed), "step": pair_step(config, w.pair)}
-
-
-def baseline_file(shape):
-    """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.plan.runs.run_shape."""
-    return expand(rules.baseline.output[0], **dict(zip(("seed", "steps", "batch", "seq_len"), shape)))[0]
-
-
-def quality_inputs(w):
-    """A quality job's training logs and count baselines, one each per model of the pair
-    (tying.plan.pairs.quality_runs)."""
-    runs, step = quality_runs(config, w.pair), pair_step(config, w.pair)
-    return {"logs": [expand(rules.train.output.log, arch=a, variant=v, seed=w.seed)[0] for _, a, v in runs],
-            "baselines": [baseline_file(run_shape(config, a, w.seed, step)) for _, a, _ in runs]}
-
-
 rule trained_control:
     input:
         lambda w: checkpoint_dir(w.arch, w.variant, w.seed, w.step),

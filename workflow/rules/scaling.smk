@@ -5,13 +5,6 @@ from tying.plan.claims import flat_inputs, pair_claims_metrics
 from tying.plan.grid import SHAPE_COLUMNS
 
 
-def cell_claims_inputs(wildcards):
-    """A scaling cell's claims inputs: its pair's every metric and per-token inputs; the lens only in the cells
-    scaling.lens names."""
-    return flat_inputs({"first": pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell)),
-                        "exposure": claims_exposure_inputs([wildcards.cell])})
-
-
 use rule claims as cell_claims with:
     input:
         unpack(cell_claims_inputs),
