@@ -1,5 +1,5 @@
 """Every claim across training regimes side by side, and the per-token claims on one token set common to all of them
-(docs/results/regimes.md).
+(docs/results/regimes.md, its table of record).
 
 Regimes differ in the size-free numbers of their training (tying.plan.size_free), in their tokenizer (the default
 corpus's BPE and the docstrings corpus's) and in how often their runs drew each token, so each regime's claims
