@@ -1,7 +1,7 @@
 # What every file of rules uses: the config's pairs and cells, the line for a target the config does not build, and
 # per-seed files over a pair's seeds. The config is prepared (layered, typed, checked) by the Snakefile
 # (tying.plan.config.prepared); what a pair is comes from tying.plan, and each rule file expands its rules'
-# outputs over it, its own helpers beside its rules.
+# outputs over it; the rules' input and param functions are in inputs.smk.
 import sys
 
 from tying.plan.grid import scaling_cells

@@ -8,7 +8,6 @@ def corpus_shards():
     return expand(rules.corpus.output.documents, shard=CORPUS_SHARDS)
 
 
-
 # --- metrics.smk ---------------------------------------------------------------------------------------------
 def metric_models(w):
     """A per-pair metric job's models by role, a local model's tokenizer folder where it names one
@@ -16,17 +15,14 @@ def metric_models(w):
     return pair_models(config, w.pair, int(w.seed)) | local_tokenizers(config, w.pair) | token_set(w.pair, w.seed)
 
 
-
 def metric_ids(w):
     """A per-pair metric's identification columns at the pair's compared step."""
     return {"pair": w.pair, "seed": int(w.seed), "step": pair_step(config, w.pair)}
 
 
-
 def baseline_file(shape):
     """The count-baselines file of a run shape (seed, steps, batch_size, seq_len): tying.plan.runs.run_shape."""
     return expand(rules.baseline.output[0], **dict(zip(("seed", "steps", "batch", "seq_len"), shape)))[0]
-
 
 
 def quality_inputs(w):
@@ -37,12 +33,10 @@ def quality_inputs(w):
             "baselines": [baseline_file(run_shape(config, a, w.seed, step)) for _, a, _ in runs]}
 
 
-
 # --- lens.smk ------------------------------------------------------------------------------------------------
 def lens_inputs(pair, role, seed):
     """A lens job's inputs: the full model and token arrays in its tokenizer's ids."""
     return {"model": pair_models(config, pair, seed, full=True)[role], **lens_tokens(pair, role)}
-
 
 
 def null_lens_inputs(pair, seed):
@@ -51,13 +45,11 @@ def null_lens_inputs(pair, seed):
             **{k: rules.tokens.output[k] for k in ("train", "val", "meta")}}
 
 
-
 def given_lens(pair, role):
     """The tuned-lens folder a pair names for a role (`lens: {tied: DIR, untied: DIR}`), scored in place of
     training one; [] when it names none."""
     lens = PAIRS[pair].get("lens")
     return lens[role] if isinstance(lens, dict) and role in lens else []
-
 
 
 def lens_tokens(pair, role):
@@ -70,11 +62,9 @@ def lens_tokens(pair, role):
     return {k: expand(own.output[k], **ref.tokens_source())[0] for k in keys}
 
 
-
 def lens_metrics(pair, output=None):
     """Per-seed lens metric files (or another of the lens rule's outputs) of both models of a pair."""
     return expand(output or rules.lens.output.metric, pair=pair, role=("tied", "untied"), seed=pair_seeds(config, pair))
-
 
 
 def local_quality_inputs(pair):
@@ -83,7 +73,6 @@ def local_quality_inputs(pair):
     models = pair_models(config, pair, 0, full=True)
     return {f"{role}_{key}": path for role in ("tied", "untied")
             for key, path in {"model": models[role], **lens_tokens(pair, role)}.items()}
-
 
 
 # --- claims.smk ----------------------------------------------------------------------------------------------
@@ -104,7 +93,6 @@ def pair_claims_inputs(pair, metrics):
     return inputs
 
 
-
 def claims_params(pairs_of, **fixed):
     """The claims rule's params for the pairs `pairs_of(wildcards)` names (the claims table's, or one scaling
     cell's); `fixed` replaces any of them."""
@@ -122,7 +110,6 @@ def claims_params(pairs_of, **fixed):
     } | fixed
 
 
-
 def exposure_params(pairs_of):
     """The claims-by-exposure rule's params for the pairs `pairs_of(wildcards)` names."""
     return {
@@ -135,11 +122,9 @@ def exposure_params(pairs_of):
     }
 
 
-
 def exposure_token_sets(pairs):
     """(pair, seed) of each trained pair's token sets among `pairs`, in exposure_inputs' order."""
     return [(p, s) for p in pairs if has_token_set(config, p) for s in pair_seeds(config, p)]
-
 
 
 def exposure_inputs(pairs, metrics=True):
@@ -159,12 +144,10 @@ def exposure_inputs(pairs, metrics=True):
     return inputs
 
 
-
 def claims_exposure_inputs(pairs):
     """A claims job's per-token inputs (its comparable-token rows): exposure_inputs of `pairs` without the
     metrics the job reads anyway, those with files only."""
     return {name: files for name, files in exposure_inputs(pairs, metrics=False).items() if files}
-
 
 
 def claims_inputs(wildcards):
@@ -182,13 +165,11 @@ def claims_inputs(wildcards):
     return flat_inputs(inputs | ({"paper_scale": paper_scale} if paper_scale else {}))
 
 
-
 def claims_figure_tables():
     """{row label: claims table} of figures/claims.pdf: this build's, then analysis.claims_beside's."""
     beside = config["analysis"]["claims_beside"]
     own = {"this build": if_built("figures/claims.pdf", rules.claims.output.parquet)}
     return own | ({beside["label"]: beside["path"]} if beside else {})
-
 
 
 # --- downstream.smk ------------------------------------------------------------------------------------------
@@ -199,12 +180,10 @@ def downstream_metrics():
     return [expand(r.output[0], arch=a, variant=v, seed=s)[0] for r in parts for a, v, s in downstream_runs(config)]
 
 
-
 def downstream_ids(w):
     """A downstream metric's identification columns: the run and its final step."""
     return {"arch": w.arch, "variant": w.variant, "seed": int(w.seed),
             "step": schedule(config, w.arch).final}
-
 
 
 # --- claims_over_training.smk --------------------------------------------------------------------------------
@@ -220,11 +199,9 @@ def trajectory_inputs(pair, seed):
                      "quality": expand(rules.quality.output[0], pair=pair, seed=seed)[0]}
 
 
-
 def claims_over_training_pairs():
     """The pairs tables.claims_over_training names (if_built: a config without it ends the run)."""
     return table_pairs("claims_over_training")
-
 
 
 # --- scaling.smk ---------------------------------------------------------------------------------------------
@@ -233,7 +210,6 @@ def cell_claims_inputs(wildcards):
     scaling.lens names."""
     return flat_inputs({"first": pair_claims_inputs(wildcards.cell, pair_claims_metrics(config, wildcards.cell)),
                         "exposure": claims_exposure_inputs([wildcards.cell])})
-
 
 
 # --- c3_by_width.smk -----------------------------------------------------------------------------------------
@@ -245,7 +221,6 @@ def width_table_inputs(wildcards):
             "sweeps": [sweep_path(*run) for run in c3_by_width.width_runs(config)],
             "share": [f for c in cells for f in lens_metrics(c, rules.residual_share.output[0])],
             "quality": per_seed(rules.quality, cells)}
-
 
 
 # --- c7_dose.smk ---------------------------------------------------------------------------------------------
