@@ -150,7 +150,7 @@ def test_bad_grids_are_refused_in_one_line(scaling, message):
         ("configs/scaling-cluster.yaml", 15),
         ("configs/trained.yaml", 1),
         ("configs/depth.yaml", 4),
-        ("configs/width.yaml", 4),
+        ("configs/width.yaml", 3),
     ],
 )
 def test_the_shipped_grids_expand(path, cells):
