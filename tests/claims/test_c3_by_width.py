@@ -21,6 +21,7 @@ from tying.plan import grid
 from tying.plan.config import prepared
 from tying.plan.layers import load
 from tying.plan.run_params import run_params
+from tying.plan.size_free import size_free
 from tying.report.figures.c3_by_width import plot_c3_by_width
 
 
@@ -410,6 +411,17 @@ def test_the_width_config_trains_each_width_at_three_layers_tied_and_untied_with
     assert config["lens_budget"]["procedures"] == ["tuned_lens"]
 
 
+def test_the_width_config_moves_width_alone_and_its_d96_runs_are_the_trained_configs():
+    config = prepared("configs/width.yaml").config
+    numbers = [size_free(config, pair=c.name) for c in grid.cells(config)]
+    for key, tolerance in (("relative_update", 2e-4), ("update_budget", 0.01), ("total_decay", 1e-9)):
+        assert max(n[key] for n in numbers) - min(n[key] for n in numbers) <= tolerance, key
+    assert {n["warmup_fraction"] for n in numbers} == {0.05}
+    trained = prepared("configs/trained.yaml").config
+    for variant in ("tied", "untied"):
+        assert run_params(config, "d96_l3_s6000", variant) == run_params(trained, "d96_l3_s6000", variant)
+
+
 def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(load("configs/width.yaml")))
     result = snakemake(tmp_path, "-n")
@@ -418,7 +430,7 @@ def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study
     scaling = load("configs/width.yaml")["scaling"]
     widths, seeds = len(scaling["sizes"]), len(scaling["seeds"])
     runs = widths * 2 * seeds  # tied and untied
-    trains = sum(n for rule, n in jobs.items() if rule.startswith("train"))  # a rule a checkpoint schedule
+    trains = sum(n for rule, n in jobs.items() if rule.startswith("train"))  # one train rule a checkpoint schedule
     assert trains == jobs["lens"] == jobs["lens_budget"] == jobs["residual_share"] == runs
     assert (
         jobs["lens_convergence"] == widths * 2 and jobs["cell_claims"] == widths and jobs["quality"] == widths * seeds
