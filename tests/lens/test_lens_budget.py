@@ -312,6 +312,9 @@ def test_the_state_curves_the_page_and_the_figure(tmp_path):
     ) in page
     assert "| paper, same state |  |  | 1.850 | 2.970 | 1.580 |" in page  # states 0-2 of the paper's 16
     assert "| paper, same fraction |  |  | 1.850 | 0.190 | 1.880 |" in page  # its states 0, 8 and 16
+    null = page.split("### The gap at every state (tied_seeds)")[1].split("## Held-out KL")[0]
+    assert "| logit | 8 | 0 | -0.100 [-0.100, -0.100] |" in null  # seed s minus seed s + 1 at state 0
+    assert "paper" not in null and page.count("| paper, same state |") == 1  # the paper's rows beside tying's only
     plot_lens_budget(table, by_state, tmp_path / "lens_budget.pdf")
     assert (tmp_path / "lens_budget.pdf").read_bytes().startswith(b"%PDF")
 

@@ -164,7 +164,8 @@ def write_lens_budget(table, by_state, states, described, lens, paths):
 def lens_budget_markdown(table, by_state, states, described, lens):
     """The page: what each procedure and comparison is; C3 per procedure, batch and budget, one column a
     comparison; what the training-length null says; the tying comparison's state 0 against its floors, its gap
-    at every state beside the paper's, and its per-state curves."""
+    at every state beside the paper's, each other comparison's gap at every state, and the tying comparison's
+    per-state curves."""
     names = list(dict.fromkeys(table["comparison"]))
     wide = table.assign(
         cell=[
@@ -241,6 +242,16 @@ def lens_budget_markdown(table, by_state, states, described, lens):
             "",
             by_state_text(by_state, names[0]),
             "",
+            *[
+                line
+                for name in names[1:]
+                for line in (
+                    f"### The gap at every state ({name})",
+                    "",
+                    by_state_text(by_state, name, with_paper=False),
+                    "",
+                )
+            ],
             f"## Held-out KL by state ({names[0]}, mean over seeds)",
             "",
             markdown(curves),
@@ -249,14 +260,20 @@ def lens_budget_markdown(table, by_state, states, described, lens):
     )
 
 
-def by_state_text(by_state, comparison):
-    """The per-state gaps of one comparison as a Markdown table, each lens a row, then the paper's two rows."""
+def by_state_text(by_state, comparison, with_paper=True):
+    """The per-state gaps of one comparison as a Markdown table, each lens a row, then (with_paper) the paper's
+    two rows; without them, a null comparison's gaps, to read against the tying comparison's state by state."""
     rows = by_state[by_state["comparison"] == comparison]
     layers = int(rows["layers"].iloc[0])
     cells = rows.assign(cell=[format_cell(r.mean, r.ci_low, r.ci_high) for r in rows.itertuples()])
     wide = cells.pivot_table(
         index=["procedure", "batch_size", "steps"], columns="layer", values="cell", aggfunc="first", sort=False
     ).reset_index()
+    if not with_paper:
+        return (
+            f"Run a's minus run b's KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}].\n\n"
+            + markdown(wide.rename(columns=_state_column).rename(columns={"batch_size": "windows a step"}))
+        )
     ours = rows.drop_duplicates("layer").set_index("layer")
     paper_rows = pd.DataFrame(
         [
