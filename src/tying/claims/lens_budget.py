@@ -269,33 +269,34 @@ def by_state_text(by_state, comparison, with_paper=True):
     wide = cells.pivot_table(
         index=["procedure", "batch_size", "steps"], columns="layer", values="cell", aggfunc="first", sort=False
     ).reset_index()
-    if not with_paper:
-        return (
-            f"Run a's minus run b's KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}].\n\n"
-            + markdown(wide.rename(columns=_state_column).rename(columns={"batch_size": "windows a step"}))
+    intro = f"Run a's minus run b's KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}]"
+    if with_paper:
+        ours = rows.drop_duplicates("layer").set_index("layer")
+        paper_rows = pd.DataFrame(
+            [
+                {
+                    "procedure": name,
+                    "batch_size": "",
+                    "steps": "",
+                    **{s: "" if math.isnan(v) else f"{v:.3f}" for s, v in ours[column].items()},
+                }
+                for name, column in (
+                    (PAPER_STATE, "paper_same_state_bits"),
+                    (PAPER_FRACTION, "paper_same_fraction_bits"),
+                )
+            ]
         )
-    ours = rows.drop_duplicates("layer").set_index("layer")
-    paper_rows = pd.DataFrame(
-        [
-            {
-                "procedure": name,
-                "batch_size": "",
-                "steps": "",
-                **{s: "" if math.isnan(v) else f"{v:.3f}" for s, v in ours[column].items()},
-            }
-            for name, column in ((PAPER_STATE, "paper_same_state_bits"), (PAPER_FRACTION, "paper_same_fraction_bits"))
-        ]
-    )
-    table = pd.concat([wide, paper_rows], ignore_index=True).rename(columns=_state_column)
-    return (
-        f"Run a's minus run b's KL (bits) at each state 0 .. {layers}, per seed, mean [{INTERVAL}]; state "
-        f"{layers} is the models' own output (0 bits). Beside them Figure 2's gaps (OLMo-1B against "
-        f'OLMo-1B-0724, {paper.FIG2_LAYERS} layers): "{PAPER_STATE}" matches by state index (state 0 is the '
-        f'embedding in both, state 1 the first block\'s output), "{PAPER_FRACTION}" by fraction of depth '
-        f"(state / {layers} of the paper's {paper.FIG2_LAYERS}, linear between its states). The first says how "
-        "the embedding state and the first blocks compare; the second where in depth the paper's gap would sit "
-        f"in a {layers}-layer model.\n\n" + markdown(table.rename(columns={"batch_size": "windows a step"}))
-    )
+        wide = pd.concat([wide, paper_rows], ignore_index=True)
+        intro += (
+            f"; state {layers} is the models' own output (0 bits). Beside them Figure 2's gaps (OLMo-1B against "
+            f'OLMo-1B-0724, {paper.FIG2_LAYERS} layers): "{PAPER_STATE}" matches by state index (state 0 is the '
+            f'embedding in both, state 1 the first block\'s output), "{PAPER_FRACTION}" by fraction of depth '
+            f"(state / {layers} of the paper's {paper.FIG2_LAYERS}, linear between its states). The first says "
+            "how the embedding state and the first blocks compare; the second where in depth the paper's gap "
+            f"would sit in a {layers}-layer model"
+        )
+    table = wide.rename(columns=_state_column).rename(columns={"batch_size": "windows a step"})
+    return f"{intro}.\n\n" + markdown(table)
 
 
 def length_sentence(table, described):
