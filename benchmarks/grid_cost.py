@@ -35,12 +35,12 @@ import records
 import torch
 import train_bench
 import transformers
-import yaml
 
 from tying.data.tokenizer import save, train_bpe
 from tying.lens.fitting import train_lens
 from tying.plan.claims import CLAIMS_METRICS
 from tying.plan.grid import cells
+from tying.plan.layers import load
 from tying.plan.run_spec import RunSpec
 from tying.train.models import build_model, init_seed, run_config
 
@@ -149,7 +149,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     transformers.utils.logging.disable_progress_bar()
-    config = yaml.safe_load(open(args.config))
+    config = load(args.config)
     grid = cells(config)
     lens_cfg = config["lens"]
     ids = np.random.default_rng(0).integers(0, config["tokenizer"]["vocab_size"], 500_000).astype(np.int32)
@@ -198,7 +198,7 @@ def main():
     )
     print(header)
     totals = {"train": 0.0, "lens": 0.0, "metrics": 0.0}
-    longest = 0.0
+    longest, by_cell = 0.0, {}
     for cell in grid:
         s = shapes[(cell.hidden_size, cell.layers, cell.heads, cell.intermediate_size)]
         n_seeds, n_scaled = len(cell.seeds), len(cell.scaled)
@@ -210,6 +210,7 @@ def main():
         longest = max(longest, run(max(s["tied"], s["untied"])) + (lens_job if cell.lens else 0))
         for key, value in (("train", train), ("lens", lens), ("metrics", metrics)):
             totals[key] += value
+        by_cell[cell.name] = train + lens + metrics
         print(
             f"{cell.name:>15} {sum(cell.params()):>9,} {cell.embedding_share():>5.0%} {cell.tokens:>10,} "
             f"{cell.steps * cell.batch_size / windows:>6.3f} {s['tied']:>7.3f} {s['gflops'] / s['tied']:>7.1f} "
@@ -230,6 +231,7 @@ def main():
     if args.record is not None:
         figures = [("estimated job-seconds", round(total), "s")]
         figures += [(f"estimated {key} job-seconds", round(value), "s") for key, value in totals.items()]
+        figures += [(f"estimated {name} job-seconds", round(value), "s") for name, value in by_cell.items()]
         figures += [("training job's fixed cost", round(job, 2), "s CPU")]
         records.append(figures, peak=train_bench.gemm_peak(1)[1], setting=args.config, note=args.record)
 

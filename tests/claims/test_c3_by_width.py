@@ -398,8 +398,9 @@ def test_the_figure_draws_the_tables_gaps_per_lens_and_the_residual_share(tmp_pa
 
 
 # --- configs/width.yaml -------------------------------------------------------------------------------------------
-def test_the_width_config_trains_each_width_at_three_layers_tied_and_untied_with_every_lens_check():
-    config = load("configs/width.yaml")
+@pytest.mark.parametrize("path", ["configs/width.yaml", "configs/width-384.yaml"])
+def test_the_width_config_trains_each_width_at_three_layers_tied_and_untied_with_every_lens_check(path):
+    config = prepared(path).config
     cells, head_dim = grid.cells(config), config["scaling"]["head_dim"]
     assert [c.hidden_size for c in cells] == sorted({s["hidden_size"] for s in config["scaling"]["sizes"]})
     assert {c.layers for c in cells} == {3}
@@ -411,8 +412,9 @@ def test_the_width_config_trains_each_width_at_three_layers_tied_and_untied_with
     assert config["lens_budget"]["procedures"] == ["tuned_lens"]
 
 
-def test_the_width_config_moves_width_alone_and_its_d96_runs_are_the_trained_configs():
-    config = prepared("configs/width.yaml").config
+@pytest.mark.parametrize("path", ["configs/width.yaml", "configs/width-384.yaml"])
+def test_the_width_config_moves_width_alone_and_its_d96_runs_are_the_trained_configs(path):
+    config = prepared(path).config
     numbers = [size_free(config, pair=c.name) for c in grid.cells(config)]
     for key, tolerance in (("relative_update", 2e-4), ("update_budget", 0.01), ("total_decay", 1e-9)):
         assert max(n[key] for n in numbers) - min(n[key] for n in numbers) <= tolerance, key
@@ -420,6 +422,14 @@ def test_the_width_config_moves_width_alone_and_its_d96_runs_are_the_trained_con
     trained = prepared("configs/trained.yaml").config
     for variant in ("tied", "untied"):
         assert run_params(config, "d96_l3_s6000", variant) == run_params(trained, "d96_l3_s6000", variant)
+
+
+def test_the_d384_rung_adds_one_cell_to_the_ladder_and_keeps_every_other_run():
+    ladder, extended = prepared("configs/width.yaml").config, prepared("configs/width-384.yaml").config
+    assert [c.name for c in grid.cells(extended)] == [c.name for c in grid.cells(ladder)] + ["d384_l3_s6000"]
+    for cell in grid.cells(ladder):
+        for variant in ("tied", "untied"):
+            assert run_params(extended, cell.name, variant) == run_params(ladder, cell.name, variant)
 
 
 def test_the_width_config_plans_every_run_its_lenses_sweeps_shares_and_the_study(tmp_path):
