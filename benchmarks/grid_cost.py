@@ -215,7 +215,7 @@ def main():
             f"{cell.name:>15} {sum(cell.params()):>9,} {cell.embedding_share():>5.0%} {cell.tokens:>10,} "
             f"{cell.steps * cell.batch_size / windows:>6.3f} {s['tied']:>7.3f} {s['gflops'] / s['tied']:>7.1f} "
             f"{s['checkpoint']:>6.2f} {s['lens']:>7.3f} {n_seeds * (2 + n_scaled):>4} {train:>8.0f} {lens:>7.0f} "
-            f"{metrics:>8.0f} {train + lens + metrics:>8.0f}"
+            f"{metrics:>8.0f} {by_cell[cell.name]:>8.0f}"
         )
     total = sum(totals.values())
     print(
